@@ -1,0 +1,30 @@
+# The README's two commands: `make demo` and `make test`. Both do all set-up first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: setup demo demo-quick test test-fast bench lint clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(PY) -m agentic_rl.demo
+
+demo-quick: setup
+	$(PY) -m agentic_rl.demo --quick
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+lint: setup
+	$(PY) -m ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
