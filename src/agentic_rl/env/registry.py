@@ -17,19 +17,63 @@ _ID_RE = re.compile(r"^[a-z][a-z0-9_-]*-v\d+$")
 
 @dataclass(frozen=True)
 class EnvSpec:
+    """How to build one registered env: ``entry_point(**{**defaults, **kwargs})``.
+
+    ``entry_point`` is an :class:`Env` subclass, a factory returning one, or ``"package.module:Name"``
+    (imported on first use, so listing envs imports nothing heavy).
+    """
+
     id: str
     entry_point: str | Callable[..., Env]
     description: str = ""
     defaults: dict[str, Any] = field(default_factory=dict)
 
     def load(self) -> Callable[..., Env]:
+        """The class or factory behind ``entry_point`` (importing its module if needed)."""
         if callable(self.entry_point):
             return self.entry_point
         module, _, attr = self.entry_point.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"{self.id}: cannot load entry point {self.entry_point!r}: {exc}") from exc
+
+    def check_kwargs(self, kwargs: dict[str, Any]) -> None:
+        """Raise TypeError naming any keyword the factory does not accept, and the accepted ones."""
+        accepted, open_ended = _accepted_kwargs(self.load())
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown and not open_ended:
+            raise TypeError(f"{self.id}: unknown argument(s) {unknown}; accepted: {', '.join(sorted(accepted))}")
+
+    def make(self, *, passive_check: bool = True, **kwargs: Any) -> Env:
+        """Build the env (see :func:`make`)."""
+        self.check_kwargs(kwargs)
+        env = self.load()(**{**self.defaults, **kwargs})
+        env.spec_id = self.id  # type: ignore[attr-defined]
+        if passive_check:
+            from agentic_rl.env.checker import PassiveChecker
+
+            env = PassiveChecker(env)
+        return env
+
+    def summary(self) -> str:
+        """The one-line description: the registered one, else the class's ``description``."""
+        if self.description:
+            return self.description
+        try:
+            return getattr(self.load(), "description", "") or ""
+        except ImportError:
+            return ""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
+
+
+class UnknownEnvError(KeyError):
+    """An env id that is not registered. The message lists close matches and every registered id."""
+
+    def __str__(self) -> str:  # KeyError would print the message inside quotes
+        return str(self.args[0]) if self.args else ""
 
 
 def register(
@@ -50,11 +94,14 @@ def register(
 
 
 def spec(id: str) -> EnvSpec:
+    """The spec registered under ``id``; :class:`UnknownEnvError` (a KeyError) lists close matches."""
     _ensure_builtins()
+    if not isinstance(id, str):
+        raise TypeError(f"env id must be a str like 'tool-use-v0', got {type(id).__name__}")
     if id not in _REGISTRY:
         close = difflib.get_close_matches(id, list(_REGISTRY), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise KeyError(f"unknown env id {id!r}.{hint} Registered: {', '.join(sorted(_REGISTRY))}")
+        raise UnknownEnvError(f"unknown env id {id!r}.{hint} Registered: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[id]
 
 
@@ -81,20 +128,14 @@ def _accepted_kwargs(factory: Callable[..., Any]) -> tuple[set[str], bool]:
 
 
 def make(id: str, *, passive_check: bool = True, **kwargs: Any) -> Env:
-    """Build a registered env. Unknown ids list close matches; unknown kwargs list the accepted ones."""
-    env_spec = spec(id)
-    factory = env_spec.load()
-    accepted, open_ended = _accepted_kwargs(factory)
-    unknown = sorted(set(kwargs) - accepted)
-    if unknown and not open_ended:
-        raise TypeError(f"{id}: unknown argument(s) {unknown}; accepted: {', '.join(sorted(accepted))}")
-    env = factory(**{**env_spec.defaults, **kwargs})
-    env.spec_id = id  # type: ignore[attr-defined]
-    if passive_check:
-        from agentic_rl.env.checker import PassiveChecker
+    """Build a registered env: ``make("tool-use-v0", perturbation="paraphrase")``.
 
-        env = PassiveChecker(env)
-    return env
+    ``kwargs`` override the spec's defaults. An unknown id raises KeyError listing close matches; an
+    unknown keyword raises TypeError naming it and the accepted ones. With ``passive_check`` (default)
+    the env is wrapped in :class:`~agentic_rl.env.checker.PassiveChecker`, which warns (never raises)
+    when the env breaks the contract; ``.unwrapped`` gives the bare env.
+    """
+    return spec(id).make(passive_check=passive_check, **kwargs)
 
 
 _BUILTINS_LOADED = False

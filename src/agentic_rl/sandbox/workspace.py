@@ -1,0 +1,135 @@
+"""Host-side workspaces: the only directory a sandboxed program can write that outlives it.
+
+Where the host allows mounts (root), each workspace is its own size- and inode-limited tmpfs, so disk
+fills and million-file programs hit a wall instead of the host disk; elsewhere it is a plain directory.
+Host-side file helpers never follow symlinks the sandboxed program may have planted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_mount_state: dict[str, bool] = {}
+_mount_lock = threading.Lock()
+
+
+def _mount_tmpfs(path: Path, size_bytes: int, inodes: int) -> bool:
+    """Mount a private tmpfs at `path`; False (once logged) where the host does not allow it."""
+    if os.environ.get("AGENTIC_RL_SANDBOX_NO_MOUNT") or _mount_state.get("disabled"):
+        return False
+    options = f"size={size_bytes},nr_inodes={inodes},mode=0755".encode()
+    if _libc.mount(b"tmpfs", str(path).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) == 0:
+        return True
+    with _mount_lock:
+        if not _mount_state.get("disabled"):
+            _mount_state["disabled"] = True
+            log.info("sandbox workspaces are plain directories (no size quota): mount failed: %s",
+                     os.strerror(ctypes.get_errno()))
+    return False
+
+
+def _unmount(path: Path) -> None:
+    _libc.umount2(str(path).encode(), _MNT_DETACH)
+
+
+def default_base_dir() -> Path:
+    """Where workspaces live on the host: `$AGENTIC_RL_SANDBOX_DIR` or the system temp dir."""
+    return Path(os.environ.get("AGENTIC_RL_SANDBOX_DIR") or tempfile.gettempdir())
+
+
+def _force_rmtree(path: Path) -> None:
+    def retry_writable(function, target, _exc):  # a program may have chmod 000'ed its own dirs
+        try:
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            os.chmod(target, stat.S_IRWXU)
+            function(target)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=retry_writable)
+
+
+class WorkspaceDir:
+    """A throwaway host directory (`path`), destroyed by `destroy()`; `mounted` when it is a tmpfs."""
+
+    def __init__(self, size_mb: int, max_files: int, base_dir: Path | None = None, prefix: str = "ws-"):
+        base = Path(base_dir) if base_dir is not None else default_base_dir()
+        base.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=f"agentic-rl-{prefix}", dir=base))
+        self.mounted = _mount_tmpfs(self.path, size_mb << 20, max_files)
+        self._destroyed = False
+
+    def destroy(self) -> None:
+        """Remove every file (idempotent)."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        if self.mounted:
+            _unmount(self.path)
+        _force_rmtree(self.path)
+
+    # -- host-side file helpers (relative paths, never following symlinks) ---------------------------
+
+    def resolve(self, relative: str) -> Path:
+        """The host path of `relative`, refusing absolute paths, `..` and symlinked parents."""
+        if not isinstance(relative, str) or not relative or "\x00" in relative:
+            raise ValueError(f"workspace path must be a non-empty string, got {relative!r}")
+        parts = Path(relative).parts
+        if Path(relative).is_absolute() or ".." in parts:
+            raise ValueError(f"workspace path must stay inside the workspace: {relative!r}")
+        current = self.path
+        for part in parts[:-1]:
+            current = current / part
+            if current.is_symlink():
+                raise ValueError(f"workspace path goes through a symlink: {relative!r}")
+        return self.path.joinpath(*parts)
+
+    def write_file(self, relative: str, content: str | bytes) -> None:
+        target = self.resolve(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        if target.is_symlink():
+            target.unlink()
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+
+    def read_bytes(self, relative: str) -> bytes:
+        target = self.resolve(relative)
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            if target.is_symlink():
+                raise ValueError(f"refusing to follow a symlink in the workspace: {relative!r}") from exc
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ValueError(f"not a regular file: {relative!r}")
+            return handle.read()
+
+    def list_files(self) -> list[str]:
+        found = []
+        for root, dirs, files in os.walk(self.path, followlinks=False):
+            rel_root = os.path.relpath(root, self.path)
+            for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                found.append(name if rel_root == "." else os.path.join(rel_root, name))
+        return sorted(found)
+
+    def delete(self, relative: str) -> None:
+        target = self.resolve(relative)
+        if target.is_dir() and not target.is_symlink():
+            _force_rmtree(target)
+        else:
+            target.unlink()

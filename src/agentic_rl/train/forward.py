@@ -1,0 +1,117 @@
+"""The training forward pass: logprobs (and entropy, values) only at loss positions.
+
+The language-model head is the expensive part of a small model's forward pass (SmolLM2: 49k-token
+vocabulary vs a 576-wide hidden state), and most ledger tokens (prompt, env observations) carry no loss.
+So we run the decoder over the whole sequence, *gather* the hidden states that predict a mask-1 token,
+and apply the head (and the value head) to those rows only.
+
+Logprobs are computed from ``logits / temperature``: the distribution the engine sampled from, so the
+sampling logprobs recorded in the ledger serve as PPO's old logprobs without another forward pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class ForwardOut:
+    """``[B, L]`` tensors aligned with the input tokens: entry ``t`` belongs to token ``t`` (predicted
+    from position ``t-1``); positions off the loss mask hold 0."""
+
+    logprobs: Tensor
+    entropy: Tensor | None
+    values: Tensor | None
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The underlying ``*ForCausalLM`` (through a PEFT wrapper, if any)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def hidden_size(model: nn.Module) -> int:
+    return int(unwrap(model).config.hidden_size)
+
+
+def policy_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, loss_mask: Tensor, *,
+                   temperature: float = 1.0, value_head: nn.Module | None = None,
+                   with_entropy: bool = True) -> ForwardOut:
+    """Logprobs of the tokens under ``loss_mask`` (plus their entropies and value estimates).
+
+    ``value_head`` maps a hidden state ``[N, H]`` to ``[N, 1]``; its value at token ``t`` is the value
+    of the state *before* token ``t`` was sampled (the hidden state of position ``t-1``).
+    """
+    base = unwrap(model)
+    decoder = base.get_decoder()
+    head = base.get_output_embeddings()
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    select = loss_mask[:, 1:] > 0  # [B, L-1]: position t-1 predicts token t
+    rows = hidden[:, :-1][select]  # [N, H]
+    logits = head(rows).float() / temperature
+    log_probs = torch.log_softmax(logits, dim=-1)
+    targets = input_ids[:, 1:][select]
+    token_logprobs = log_probs.gather(-1, targets[:, None]).squeeze(-1)
+
+    def scatter(values: Tensor) -> Tensor:
+        out = torch.zeros(input_ids.shape, dtype=values.dtype, device=values.device)
+        out[:, 1:][select] = values
+        return out
+
+    entropy = None
+    if with_entropy:
+        entropy = scatter(-(log_probs.exp() * log_probs).sum(-1))
+    values = scatter(value_head(rows).squeeze(-1).float()) if value_head is not None else None
+    return ForwardOut(scatter(token_logprobs), entropy, values)
+
+
+class ValueHead(nn.Module):
+    """The critic for ``gae``: one linear layer on the policy's last hidden state (shared trunk).
+
+    A separate critic model would double memory and compute on CPU; a head on the policy's features is
+    the cheap choice (the value loss, weighted by ``vf_coef``, also shapes the trunk). Initialised to 0
+    so early advantages equal the returns rather than noise.
+    """
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.linear = nn.Linear(hidden, 1)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, states: Tensor) -> Tensor:
+        return self.linear(states.float())
+
+
+class Reference:
+    """The KL reference policy: for a PEFT model, the same model with its adapter disabled (no second
+    copy); otherwise a frozen copy of the initial weights, made once."""
+
+    def __init__(self, model: nn.Module, frozen_copy: nn.Module | None = None):
+        self.model = model
+        self.copy = frozen_copy
+        if self.copy is None and not hasattr(model, "disable_adapter"):
+            import copy
+
+            self.copy = copy.deepcopy(model).eval()
+        if self.copy is not None:
+            for param in self.copy.parameters():
+                param.requires_grad_(False)
+
+    @contextlib.contextmanager
+    def _active(self) -> Iterator[nn.Module]:
+        if self.copy is not None:
+            yield self.copy
+        else:
+            with self.model.disable_adapter():
+                yield self.model
+
+    @torch.no_grad()
+    def logprobs(self, input_ids: Tensor, attention_mask: Tensor, loss_mask: Tensor, temperature: float) -> Tensor:
+        with self._active() as model:
+            return policy_forward(model, input_ids, attention_mask, loss_mask, temperature=temperature,
+                                  with_entropy=False).logprobs

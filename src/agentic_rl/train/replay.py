@@ -1,0 +1,55 @@
+"""Anti-forgetting: a replay buffer of past successful trajectories (replayed with an NLL loss)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from agentic_rl.rollout.trajectory import Trajectory
+
+
+class ReplayBuffer:
+    """The last ``capacity`` successful trajectories (oldest evicted first), sampled uniformly.
+
+    Replaying successes as an imitation loss keeps skills the policy already had while RL moves it
+    elsewhere (e.g. easier curriculum levels it no longer samples).
+    """
+
+    def __init__(self, capacity: int, seed: int = 0):
+        self.capacity = capacity
+        self.items: list[Trajectory] = []
+        self.rng = random.Random(seed)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, trajectories: Iterable[Trajectory]) -> int:
+        """Add the successful, error-free trajectories that have a token ledger; return how many."""
+        added = 0
+        for traj in trajectories:
+            if traj.success and not traj.is_error and traj.segments and self.capacity > 0:
+                self.items.append(traj)
+                added += 1
+        if len(self.items) > self.capacity:
+            del self.items[: len(self.items) - self.capacity]
+        return added
+
+    def sample(self, n: int) -> list[Trajectory]:
+        if not self.items or n <= 0:
+            return []
+        return self.rng.sample(self.items, min(n, len(self.items)))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"items": [t.to_dict() for t in self.items], "rng": self.rng.getstate()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.items = [Trajectory.from_dict(t) for t in state.get("items", [])]
+        if "rng" in state:
+            self.rng.setstate(_as_rng_state(state["rng"]))
+
+
+def _as_rng_state(raw: Any) -> tuple:
+    """``random.getstate()`` after a JSON round trip (lists back to tuples)."""
+    version, internal, gauss = raw
+    return (version, tuple(internal), gauss)
