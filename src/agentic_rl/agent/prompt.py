@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentic_rl.rollout.trajectory import Segment
+if TYPE_CHECKING:  # the agent layer does not import rollout at run time (rollout imports agent)
+    from agentic_rl.rollout.trajectory import Segment
 
 _SENTINEL = "\x00\x01ACTION{}\x01\x00"
 
@@ -142,6 +143,8 @@ def build_ledger(tokenizer: Any, system: str | None, observations: Sequence[str]
                          f"observations for {len(actions)} actions")
     if sampled_ids is not None and len(sampled_ids) != len(actions):
         raise ValueError(f"sampled_ids has {len(sampled_ids)} entries for {len(actions)} actions")
+    from agentic_rl.rollout.trajectory import Segment
+
     fmt = chat_format(tokenizer)
     ids = fmt.prompt_ids(system, observations[0])
     seg = Segment(token_ids=list(ids), loss_mask=[0] * len(ids), logprobs=[0.0] * len(ids))

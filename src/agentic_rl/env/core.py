@@ -87,6 +87,15 @@ class Env(gymnasium.Env[str, str]):
 
     The base class owns the boring parts every env needs: the spaces, seeding, task selection, the type
     check on actions, parsing with the shared grammar, the step counter and the ``info`` skeleton.
+    A subclass sees only parsed actions: ``_step(action)`` gets an :class:`Action` of one of its
+    ``accepted_actions`` kinds and returns the same 5-tuple as ``step``; it uses ``self.rng`` (seeded by
+    ``reset``) for any randomness so that episodes replay exactly. See :mod:`agentic_rl.env.toys` for a
+    complete env in a few dozen lines, and ``check_env`` to test one.
+
+    Constructor arguments (all keyword except ``tasks``): ``tasks`` (the TaskSet to draw from),
+    ``invalid_action_penalty`` (reward for an unusable action, default -0.1), ``perturbation`` (one of
+    ``perturbations``, for robustness evaluation), ``max_observation_chars`` (observations are clipped to
+    this), ``render_mode`` (``None`` or ``"ansi"``: ``render()`` returns the last observation).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
@@ -126,6 +135,19 @@ class Env(gymnasium.Env[str, str]):
 
     # -- the public contract -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        """Start a new episode and return ``(observation, info)``.
+
+        Args:
+            seed: re-seeds ``self.rng`` (and Gymnasium's ``np_random``); the same seed and the same
+                actions give the same episode. ``None`` keeps the current RNG stream going.
+            options: ``{"task": Task | task_id}`` picks the task; without it one is drawn from ``tasks``.
+
+        Returns:
+            observation: the task prompt plus whatever is visible at the start (at most
+                ``max_observation_chars``; longer text is clipped with a ``[truncated]`` marker).
+            info: at least ``task_id`` (``None`` for an env without tasks) and ``success`` (``False``);
+                ``admissible_actions`` where the action set is enumerable.
+        """
         super().reset(seed=seed)
         if seed is not None:
             self.rng = random.Random(seed)
@@ -135,22 +157,43 @@ class Env(gymnasium.Env[str, str]):
         self.task = self._select_task(options or {})
         self.steps = 0
         observation, info = self._reset(self.task)
+        info = _fresh(info)
         info.setdefault("task_id", self.task.id if self.task else None)
         info.setdefault("success", False)
         self._last_observation = self._clip(observation)
         return self._last_observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """Apply the policy's raw text ``action``; return ``(observation, reward, terminated, truncated, info)``.
+
+        Returns:
+            observation: what the agent sees next (tool output, page, error message), clipped like reset's.
+            reward: a finite float within ``reward_range``.
+            terminated: the task ended — solved, or failed for good. Stop stepping; call ``reset``.
+            truncated: a budget (steps, time, invalid actions) ran out before the task ended.
+            info: ``success`` (bool), ``reward_terms`` (name -> float, summing to ``reward``),
+                ``action_kind``; ``error`` for an unusable action or failure; env-specific extras.
+
+        Raises:
+            TypeError: ``action`` is not a ``str`` (a caller bug). Any string, however malformed, is
+                answered with an error observation and the ``invalid_action`` penalty instead.
+        """
         if not isinstance(action, str):
             raise TypeError(f"action must be a str (the text the policy wrote), got {type(action).__name__}")
         if self.task is None and self.tasks is not None:
             raise RuntimeError("call reset() before step()")
         self.steps += 1
-        parsed = parse(action, self.accepted_actions)
+        try:
+            parsed = parse(action, self.accepted_actions)
+        except (ValueError, RecursionError) as exc:
+            # The grammar should answer every string with a ParseError; a parser bug must not take
+            # the episode down (e.g. an integer past Python's int-string digit limit).
+            parsed = ParseError(f"unreadable action ({type(exc).__name__})")
         if isinstance(parsed, ParseError):
             observation, reward, terminated, truncated, info = self._invalid(parsed.message, "parse_error")
         else:
             observation, reward, terminated, truncated, info = self._step(parsed)
+            info = _fresh(info)
             info.setdefault("action_kind", parsed.kind)
         info.setdefault("success", False)
         info.setdefault("reward_terms", {"reward": float(reward)})
@@ -158,6 +201,7 @@ class Env(gymnasium.Env[str, str]):
         return self._last_observation, float(reward), bool(terminated), bool(truncated), info
 
     def state(self) -> dict[str, Any]:
+        """A JSON-serialisable snapshot: ``env`` (class name), ``task_id``, ``steps``, plus ``_state()``."""
         snapshot = {"env": type(self).__name__, "task_id": self.task.id if self.task else None, "steps": self.steps}
         snapshot.update(self._state())
         return snapshot
@@ -214,6 +258,16 @@ class Env(gymnasium.Env[str, str]):
             marker = "\n...[truncated]"
             return observation[: limit - len(marker)] + marker
         return observation
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of the dicts and lists inside ``value``, so that no two returned infos share a mutable
+    object (callers keep infos; Gymnasium's checker tests this)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def admissible(info: dict[str, Any]) -> Sequence[str]:

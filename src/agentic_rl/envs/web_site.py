@@ -50,6 +50,7 @@ CONSTRAINT_KEYS = ("category", "colour", "material", "size", "brand", "max_price
 FACT_FIELDS = ("price", "rating", "size", "material", "brand")
 GOALS = (None, "cheapest", "best_rated")
 MAX_STEPS = {0: 12, 1: 16, 2: 24}
+_PAIRS = ("socks", "sneakers")  # "a pair of ...", not "a socks"
 
 Product = dict[str, Any]
 
@@ -182,13 +183,21 @@ def describe(data: dict[str, Any]) -> str:
     return goal + phrase
 
 
+def canonical_query(data: dict[str, Any]) -> str:
+    """The search words that name the task's product: its title words among the constraints."""
+    c = data["constraints"]
+    return " ".join(c[k] for k in ("brand", "colour", "material", "category") if k in c)
+
+
 def prompt(data: dict[str, Any], variant: int = 0) -> str:
     """The instruction for a task; ``variant`` 1 and 2 are paraphrases (the ``paraphrase`` perturbation)."""
     phrase = describe(data)
-    if data.get("goal") is None:
-        phrase = ("an " if phrase[0] in "aeiou" else "a ") + phrase
-    else:
+    if data.get("goal") is not None or data["kind"] == "fact":  # a fact task names one product
         phrase = "the " + phrase
+    elif data["constraints"].get("category") in _PAIRS:
+        phrase = "a pair of " + phrase
+    else:
+        phrase = ("an " if phrase[0].lower() in "aeiou" else "a ") + phrase
     price = f" for at most ${data['constraints']['max_price']:.2f}" if "max_price" in data["constraints"] else ""
     if data["kind"] == "buy":
         templates = ("Buy {p}{m}.", "I need {p}{m}. Find it in the shop and purchase it.",
@@ -210,12 +219,13 @@ def make_product(rng: random.Random, category: str, **fixed: Any) -> Product:
     return product
 
 
-def near_miss(rng: random.Random, base: Product, keys: list[str], data: dict[str, Any]) -> Product:
-    """A copy of ``base`` that fails exactly one of the constraint ``keys`` (others re-drawn freely)."""
+def near_miss(rng: random.Random, base: Product, keys: list[str], breakable: list[str],
+              data: dict[str, Any]) -> Product:
+    """A product like ``base`` on the constraint ``keys`` except one from ``breakable``, which it fails;
+    everything else is drawn afresh."""
     _, materials, sizes, _ = CATEGORIES[base["category"]]
-    broken = rng.choice(keys)
-    fresh = make_product(rng, base["category"])
-    product = {**fresh, **{k: base[k] for k in keys if k in PRODUCT_FIELDS}}
+    broken = rng.choice(breakable)
+    product = {**make_product(rng, base["category"]), **{k: base[k] for k in keys if k in PRODUCT_FIELDS}}
     options = {"colour": COLOURS, "material": materials, "size": sizes, "brand": BRANDS}
     if broken == "max_price":
         product["price"] = data["constraints"]["max_price"] + rng.randrange(1, 30) + 0.99
@@ -224,3 +234,59 @@ def near_miss(rng: random.Random, base: Product, keys: list[str], data: dict[str
         if "max_price" in data["constraints"]:
             product["price"] = min(product["price"], data["constraints"]["max_price"] - 0.5)
     return product
+
+
+def generate_task_data(rng: random.Random, level: int, kind: str, categories: tuple[str, ...]) -> dict[str, Any]:
+    """One random shop task (see the module docstring). Level 0: the category and one attribute; level 1:
+    several attributes and a price bound; level 2: a superlative ("cheapest", "best-rated") that needs
+    comparing products, or many look-alike products so the item sits on a later results page."""
+    category = rng.choice(categories)
+    target = make_product(rng, category)
+    goal = None
+    if kind == "buy":
+        keys = ([rng.choice(["colour", "material"])], rng.sample(["colour", "material", "size"], 2) + ["max_price"],
+                ["colour", "material", "size", "max_price"])[level]
+    else:
+        keys = (["colour"], ["brand", "colour", "material"], ["colour", "material", "size"])[level]
+    if level == 2 and rng.random() < 0.5:
+        keys, goal = [rng.choice(["colour", "material"])], rng.choice(["cheapest", "best_rated"])
+    if goal == "cheapest":
+        target["price"] = CATEGORIES[category][3][0] + rng.randrange(0, 4) + 0.99
+    elif goal == "best_rated":
+        target["rating"] = round(rng.uniform(4.6, 5.0), 1)
+    constraints: dict[str, Any] = {"category": category}
+    for key in keys:
+        constraints[key] = float(5 * math.ceil((target["price"] + rng.uniform(0.5, 8)) / 5)) \
+            if key == "max_price" else target[key]
+    data: dict[str, Any] = {"kind": kind, "constraints": constraints, "goal": goal, "max_steps": MAX_STEPS[level]}
+    if kind == "fact":
+        data["field"] = rng.choice((["price", "rating"], ["rating", "size"], ["rating", "brand", "size"])[level])
+    others = [k for k in keys if k != "max_price"] + (["max_price"] if "max_price" in keys else [])
+    # level 2 look-alikes keep the title words, so they rank with the target and paginate
+    breakable = [k for k in others if k in ("size", "max_price")] if level == 2 and goal is None else others
+    products = [target] + [near_miss(rng, target, others, breakable, data) for _ in range((6, 9, 12)[level])]
+    for _ in range(rng.randint(3, 5) if goal else 0):
+        rival = {**make_product(rng, category), **{k: target[k] for k in keys}}
+        if goal == "cheapest":
+            rival["price"] = target["price"] + rng.randrange(1, 30)
+        else:
+            rival["rating"] = round(rng.uniform(2.5, target["rating"] - 0.1), 1)
+        products.append(rival)
+    fillers = [c for c in categories if c != category]
+    products += [make_product(rng, rng.choice(fillers)) for _ in range(8)]
+    rng.shuffle(products)
+    if level == 2:
+        _push_back(products, target, canonical_query(data))
+    data["products"] = [{**p, "id": f"p{i + 1:02d}"} for i, p in enumerate(products)]
+    return data
+
+
+def _push_back(products: list[Product], target: Product, query: str, rank: int = 5) -> None:
+    """Move ``target`` behind the first ``rank`` results of ``query`` (when there are that many), so
+    finding it needs the next results page."""
+    ties = [p for p in search(products, query) if tokens(query) <= tokens(title(p))]
+    ahead = [p for p in ties if p is not target][:rank]
+    if len(ahead) < rank:
+        return
+    products.remove(target)
+    products.insert(products.index(ahead[-1]) + 1, target)

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from agentic_rl.agent.actions import Action, command
 from agentic_rl.env.core import Env
-from agentic_rl.envs.taskfile import resolve_tasks
+from agentic_rl.envs.task_data import load_env_tasks
 from agentic_rl.envs.world_maps import (
     DIRECTIONS,
     LEVELS,
@@ -109,7 +109,7 @@ class GridWorldEnv(Env):
             raise ValueError(f"shaping must be None or 'potential', got {shaping!r}")
         if not 0.0 < shaping_gamma <= 1.0:
             raise ValueError(f"shaping_gamma must be in (0, 1], got {shaping_gamma}")
-        taskset = resolve_tasks(tasks, split, lambda: generate_tasks(seed), _validate)
+        taskset = load_env_tasks(tasks, split=split, generate=lambda: generate_tasks(seed), validate=_validate)
         super().__init__(taskset, invalid_action_penalty=invalid_action_penalty, perturbation=perturbation,
                          render_mode=render_mode)
         self.max_steps_override = max_steps
@@ -122,6 +122,9 @@ class GridWorldEnv(Env):
     def _reset(self, task: Task | None) -> tuple[str, dict]:
         assert task is not None
         self.layout = parse_layout(task.data.get("grid"), task.id)
+        # the env's own randomness (noise, distractors) has its own stream, so consulting the expert
+        # (which draws from self.rng) never changes what the env shows
+        self.world_rng = random.Random(self.rng.getrandbits(64))
         self.view_radius = int(task.data.get("view_radius", 2))
         self.max_steps = self.max_steps_override or int(task.data.get("max_steps", 100))
         self.pos, self.has_key, self.door_open, self.done = self.layout.start, False, False, False
@@ -131,11 +134,11 @@ class GridWorldEnv(Env):
             free = [(r, c) for r in range(self.layout.rows) for c in range(self.layout.cols)
                     if self.layout.passable((r, c), True) and (r, c) not in
                     {self.layout.start, self.layout.key, self.layout.door, self.layout.goal}]
-            self.coins = set(self.rng.sample(free, min(len(free), self.rng.randint(2, 4))))
+            self.coins = set(self.world_rng.sample(free, min(len(free), self.world_rng.randint(2, 4))))
         self.initial_plan = plan(self.layout, self._aug())[1] or 1
         prompt = task.prompt
         if self.perturbation == "paraphrase":
-            prompt = self.rng.choice(PROMPTS[1:]).format(**self.labels)
+            prompt = self.world_rng.choice(PROMPTS[1:]).format(**self.labels)
         elif self.perturbation == "renamed_labels":
             prompt = PROMPTS[1].format(**self.labels)
         observation = f"{prompt}\n{self._view()}"
@@ -272,7 +275,7 @@ class GridWorldEnv(Env):
                     glyph = g["coin"]
                 else:
                     glyph = g["floor"] if self.layout.passable(cell, True) else g["wall"]
-                    if self.perturbation == "noisy_observation" and self.rng.random() < _NOISE_RATE:
+                    if self.perturbation == "noisy_observation" and self.world_rng.random() < _NOISE_RATE:
                         glyph = g["unseen"]
                 row.append(glyph)
             rows.append("".join(row))

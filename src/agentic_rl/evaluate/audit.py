@@ -2,9 +2,9 @@
 
 :func:`audit` returns per-episode :class:`AuditFlag` s and summary metrics. Flag kinds:
 
-- ``high_reward_failure``: the success check failed but the episode's reward is at least the reward of
-  the worst *successful* episode in the batch (or ``high_reward``, default 0.5, when none succeeded),
-  with a positive contribution from non-outcome (shaping) terms.
+- ``high_reward_failure``: the independent success check failed but the episode's (shaped) reward is at
+  least the reward of the worst *successful* episode in the batch (or ``high_reward``, default 0.5, when
+  none succeeded): the reward paid for something other than solving the task.
 - ``reward_farming``: the same action text earned a positive non-outcome reward ``farming_repeats``
   times or more (default 3) in one episode, or the env reported ``reward_farming``.
 - Known hacks, from the action text *and* the env's ``info["hack_flags"]`` (same names):
@@ -177,7 +177,7 @@ def _audit_episode(index: int, traj: Trajectory, threshold: float, farming_repea
             add("reward_farming", f"same action rewarded {count}x: {action[:120]!r}", first_turn[action], "audit")
             break
     shaped = sum(sum(earned_terms(t).values()) for t in traj.turns)
-    if not traj.success and traj.total_reward >= threshold and shaped > 0:
+    if not traj.success and traj.total_reward >= threshold:
         add("high_reward_failure", f"reward {traj.total_reward:.3g} ≥ {threshold:.3g} (shaping {shaped:.3g}) "
             f"but success check failed", None, "audit")
     return flags

@@ -188,7 +188,7 @@ def play_agent(env: Any, agent: Agent, task: Task | None, *, seed: int | None, m
             action = str(agent(observation, info))
         except Exception as exc:
             logger.warning("agent raised on %s: %s", traj.task_id, exc)
-            traj.termination = f"error:agent_error"
+            traj.termination = "error:agent_error"
             traj.metadata["error"] = repr(exc)
             return traj
         next_obs, reward, terminated, truncated, info = env.step(action)

@@ -67,6 +67,8 @@ class MetricsLogger:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, IO[str]] = {}
         self.sinks: list[Sink] = []
+        for name in ("metrics.jsonl", "events.jsonl"):  # present from the start: absence means "never started"
+            (self.run_dir / name).touch()
         if tensorboard:
             self._add_sink("tensorboard", lambda: TensorBoardSink(self.run_dir / "tb"))
         if wandb:

@@ -36,23 +36,20 @@ _NPROC_FLAG = _shell_nproc_flag()
 def prologue(limits: Limits, address_space_mb: int, cgroup_procs: list[str], nproc: bool) -> list[str]:
     """`/bin/sh -c` argv that joins `cgroup_procs`, sets rlimits and execs the arguments that follow."""
     cpu = max(1, int(round(limits.cpu_time_s)))
-    lines = [
+    nproc_part = f" && ulimit {_NPROC_FLAG} {int(limits.max_processes)}" if nproc and _NPROC_FLAG else ""
+    rlimits = (
+        f"ulimit -c 0 && ulimit -n {int(limits.max_open_files)}"
+        f" && ulimit -f {int(limits.max_file_size_mb) * 2048}"  # POSIX shells count 512-byte blocks
+        f" && ulimit -v {int(address_space_mb) * 1024}"
+        # SIGXCPU at the soft limit first, so a CPU hog is told apart from an OOM kill
+        f" && ulimit -S -t {cpu} && ulimit -H -t {cpu + 1}{nproc_part}"
+    )
+    script = "\n".join([
         'for f in "$@"; do [ "$f" = "--" ] && break; shift;'
         ' echo $$ > "$f" || { echo "agentic-rl sandbox: cannot join cgroup $f" >&2; exit 125; }; done; shift',
-        "ulimit -c 0 && ulimit -n {nofile} && ulimit -f {fsize} && ulimit -v {vmem}"
-        " && ulimit -H -t {cpu_hard} && ulimit -S -t {cpu}{nproc}"
-        ' || { echo "agentic-rl sandbox: cannot set rlimits" >&2; exit 125; }',
+        rlimits + ' || { echo "agentic-rl sandbox: cannot set rlimits" >&2; exit 125; }',
         'exec "$@"',
-    ]
-    nproc_part = f" && ulimit {_NPROC_FLAG} {limits.max_processes}" if nproc and _NPROC_FLAG else ""
-    script = "\n".join(lines).format(
-        nofile=int(limits.max_open_files),
-        fsize=int(limits.max_file_size_mb) * 2048,  # POSIX shells count 512-byte blocks
-        vmem=int(address_space_mb) * 1024,
-        cpu_hard=cpu + 1,  # SIGXCPU at the soft limit first, so a CPU hog is told apart from OOM
-        cpu=cpu,
-        nproc=nproc_part,
-    )
+    ])
     return ["/bin/sh", "-c", script, "agentic-rl-launch", *cgroup_procs, "--"]
 
 
@@ -106,8 +103,8 @@ def execute(
         argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=env, cwd=cwd, close_fds=True, start_new_session=True,
     )
-    captures = {proc.stdout.fileno(): _Capture(limits.max_output_bytes),
-                proc.stderr.fileno(): _Capture(limits.max_output_bytes)}
+    out, err = _Capture(limits.max_output_bytes), _Capture(limits.max_output_bytes)
+    captures = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timed_out = output_killed = False
     status, maxrss = None, 0
     selector = selectors.DefaultSelector()
@@ -163,7 +160,6 @@ def execute(
                     stream.close()
                 except OSError:
                     pass
-    out, err = captures[proc.stdout.fileno()], captures[proc.stderr.fileno()]
     return RawResult(status, timed_out, output_killed, out.truncated or err.truncated, out.value(),
                      err.value(), time.monotonic() - start, maxrss)
 

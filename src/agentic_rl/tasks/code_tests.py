@@ -44,7 +44,11 @@ class TestConversionError(ValueError):
 @dataclass(frozen=True)
 class CallSpec:
     id: str
-    args: str  # source of the call's arguments, e.g. "[1, 2], key=3"
+    args: str  # source of the call's positional arguments, e.g. "[1, 2], 3"
+
+    def args_tuple(self) -> str:
+        """The arguments as one tuple expression (what the sandbox harness evaluates)."""
+        return f"({self.args},)" if self.args.strip() else "()"
 
 
 @dataclass(frozen=True)
@@ -162,10 +166,8 @@ def _args_source(call: ast.Call, namespace: dict[str, Any]) -> str:
         if isinstance(arg, ast.Starred):
             raise TestConversionError("starred arguments are not supported")
         parts.append(_one_arg(arg, namespace))
-    for kw in call.keywords:
-        if kw.arg is None:
-            raise TestConversionError("**kwargs arguments are not supported")
-        parts.append(f"{kw.arg}={_one_arg(kw.value, namespace)}")
+    if call.keywords:
+        raise TestConversionError("keyword arguments are not supported (calls take positional arguments)")
     return ", ".join(parts)
 
 
@@ -232,11 +234,13 @@ def _run_setup(stmt: ast.stmt, namespace: dict[str, Any], imports: set[str]) -> 
     exec(compile(ast.Module([stmt], []), "<check>", "exec"), namespace)  # noqa: S102 - trusted test code
 
 
-def convert_statements(body: list[ast.stmt], func_name: str, lines: list[str], start_index: int = 0) -> Conversion:
-    """Convert the statements of a check body (see the module docstring)."""
+def convert_statements(body: list[ast.stmt], func_name: str, lines: list[str], start_index: int = 0,
+                       imports: Iterable[str] = ()) -> Conversion:
+    """Convert the statements of a check body (see the module docstring). ``imports``: modules the
+    statements may use without importing them (e.g. a task file's ``"imports": ["math"]``)."""
     out = Conversion()
-    namespace: dict[str, Any] = {"__builtins__": builtins}
-    imports: set[str] = set()
+    namespace = predicate_namespace(imports)
+    imports = set(imports)
     for stmt in body:
         where = f"line {stmt.lineno}"
         text = "\n".join(lines[stmt.lineno - 1: stmt.end_lineno]).strip() if lines else ast.unparse(stmt)
@@ -277,7 +281,7 @@ def convert_check(test_source: str, func_name: str = "candidate") -> Conversion:
     return convert_statements(check.body, param, test_source.splitlines())
 
 
-def convert_asserts(asserts: list[str], func_name: str = "candidate") -> Conversion:
+def convert_asserts(asserts: list[str], func_name: str = "candidate", imports: Iterable[str] = ()) -> Conversion:
     """Convert assert statements written as strings (``"assert f(1) == 2"``; ``assert`` is optional).
 
     ``func_name`` is the name the asserts call (the task's entry point, or ``candidate``).
@@ -301,4 +305,4 @@ def convert_asserts(asserts: list[str], func_name: str = "candidate") -> Convers
         for stmt in tree.body:
             ast.increment_lineno(stmt, i)
             body.append(stmt)
-    return convert_statements(body, func_name, [])
+    return convert_statements(body, func_name, [], imports=imports)

@@ -244,8 +244,8 @@ def find_mutations(source: str, first_line: int = 1, last_line: int | None = Non
 
 
 def overlaps(a: Mutation, b: Mutation) -> bool:
-    """Whether two mutations touch a common line (they then cannot both be applied)."""
-    return not (a.end_line < b.line or b.end_line < a.line) or a.line == b.line
+    """Whether two mutations touch a common stretch of source (they then cannot both be applied)."""
+    return (a.line, a.col) < (b.end_line, b.end_col) and (b.line, b.col) < (a.end_line, a.end_col)
 
 
 def apply_mutations(source: str, mutations: list[Mutation]) -> str:

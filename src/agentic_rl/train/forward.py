@@ -65,7 +65,7 @@ def policy_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, 
     entropy = None
     if with_entropy:
         entropy = scatter(-(log_probs.exp() * log_probs).sum(-1))
-    values = scatter(value_head(rows).squeeze(-1).float()) if value_head is not None else None
+    values = scatter(value_head(rows.detach()).squeeze(-1).float()) if value_head is not None else None
     return ForwardOut(scatter(token_logprobs), entropy, values)
 
 

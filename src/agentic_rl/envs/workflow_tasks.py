@@ -1,0 +1,214 @@
+"""Task generation, instruction templates and task-data validation for ``workflow-v0``.
+
+Task ``data`` (a user-written task file must hold all but ``q``)::
+
+    family  str    notify | refund_order | item_refund | conditional (others: the expert's only habit is
+                   skipping the notification)
+    world   {"customers": [{"id", "name", "email", "tier"}], "orders": [{"id", "customer", "status",
+             "items": [{"name", "price"}]}]}   status: delivered | shipped | processing
+    goal    {"refunds": {order_id: amount}, "cancelled": [order_id], "mails": [{"to", "keyword"}]}
+    plan    [{"name": tool, "arguments": {...}}]   the expert's minimal call sequence
+    q       {...} or absent   the structured instruction, re-rendered under ``paraphrase``
+
+Success is checked from the final service state: refunds per order exactly ``goal.refunds``, cancelled
+orders exactly ``goal.cancelled``, for each goal mail a sent mail to ``to`` whose subject or body contains
+``keyword`` (case-insensitive), and no harmful call. Train and test use disjoint customer first names and
+disjoint item names.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from agentic_rl.envs.task_data import require
+from agentic_rl.envs.workflow_services import TOOL_ARGS
+from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
+
+LEVELS: dict[str, int] = {"notify": 0, "refund_order": 1, "item_refund": 2, "conditional": 3}
+FAMILIES: tuple[str, ...] = tuple(LEVELS)
+
+_FIRST = ["Ana", "Ben", "Cleo", "Dario", "Eva", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Luca",
+          "Mara", "Nils", "Olga", "Pavel", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wim", "Yara", "Zeno",
+          "Alma", "Bruno", "Chiara", "Emil", "Frida", "Ivo", "Lena", "Milo", "Nora", "Otto", "Pia", "Ravi"]
+_LAST = ["Lobo", "Meyer", "Costa", "Novak", "Berg", "Sato", "Okafor", "Rossi", "Haas", "Dahl", "Kovacs",
+         "Silva", "Weber", "Moreau", "Lind", "Vidal", "Ortiz", "Brandt", "Quinn", "Falk"]
+_ITEMS = ["lamp", "mug", "desk", "chair", "kettle", "blender", "rug", "clock", "mirror", "pillow", "toaster",
+          "vase", "jacket", "scarf", "boots", "helmet", "tent", "backpack", "camera", "tripod", "speaker",
+          "monitor", "keyboard", "router", "drill", "ladder", "hammock", "grill", "teapot", "stool", "shelf",
+          "fan", "heater", "printer", "blanket", "umbrella", "skillet", "wok", "sander", "easel", "globe",
+          "lantern", "cooler", "hoodie", "sandals", "watch", "radio", "puzzle"]
+_TOPICS = ["invoice", "delivery", "warranty", "newsletter", "survey", "appointment"]
+_DOMAINS = ["shopmail.test", "post.test", "inbox.test"]
+_STATUSES = ["delivered", "shipped", "processing"]
+
+_TEMPLATES = {
+    "notify": ("Email {name} about their {topic}.",
+               "Send {name} a message regarding the {topic}."),
+    "refund_order": ("Refund order {order} in full and email the customer about the refund.",
+                     "Give a full refund for order {order}, then tell its customer about the refund by email."),
+    "item_refund": ("Someone bought a {item}. Refund just the {item} and email them about the refund.",
+                    "Find the order with the {item}, refund only that item, and notify the buyer of the refund "
+                    "by email."),
+    "conditional": ("{name} returns the {item}: refund it if delivered, else cancel its order. Then email them "
+                    "about the {item}.",
+                    "If {name}'s {item} was delivered, refund the {item}; if not, cancel that order. Afterwards "
+                    "email {name} about the {item}."),
+}
+
+
+def render_prompt(family: str, q: dict[str, Any], paraphrase: bool = False) -> str:
+    """The instruction for structured ``q``; ``paraphrase`` picks the template never used for tasks."""
+    if family not in _TEMPLATES:
+        raise ValueError(f"no template for family {family!r}")
+    return _TEMPLATES[family][1 if paraphrase else 0].format(**q)
+
+
+def _call(tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": tool, "arguments": arguments}
+
+
+def _world(rng: random.Random, first_names: Sequence[str], items: Sequence[str]) -> dict[str, Any]:
+    """3–4 customers with 1–2 orders of 1–2 items each; every item appears in at most one order."""
+    n_customers = rng.randint(3, 4)
+    firsts = rng.sample(list(first_names), n_customers)
+    ids = rng.sample(range(10, 100), n_customers)
+    order_ids = iter(rng.sample(range(100, 1000), 2 * n_customers))
+    stock = iter(rng.sample(list(items), len(items)))
+    customers, orders = [], []
+    for first, number in zip(firsts, ids, strict=True):
+        last = rng.choice(_LAST)
+        email = rng.choice([f"{first[0]}{last}{rng.randint(1, 99)}", f"{last}.{first}", f"{first}{rng.randint(1, 9)}"])
+        customer = {"id": f"C{number}", "name": f"{first} {last}", "email": f"{email.lower()}@{rng.choice(_DOMAINS)}",
+                    "tier": rng.choice(["gold", "standard"])}
+        customers.append(customer)
+        for _ in range(rng.randint(1, 2)):
+            lines = [{"name": next(stock), "price": rng.randint(5, 300)} for _ in range(rng.randint(1, 2))]
+            orders.append({"id": f"O{next(order_ids)}", "customer": customer["id"],
+                           "status": rng.choice(_STATUSES), "items": lines})
+    return {"customers": customers, "orders": orders}
+
+
+def _make(family: str, rng: random.Random, first_names: Sequence[str], items: Sequence[str]) -> dict[str, Any]:
+    world = _world(rng, first_names, items)
+    by_id = {c["id"]: c for c in world["customers"]}
+    if family == "notify":
+        who = rng.choice(world["customers"])
+        topic = rng.choice(_TOPICS)
+        plan = [_call("crm.find_customer", name=who["name"]),
+                _call("mail.send", to=who["email"], subject=f"Your {topic}",
+                      body=f"Hello {who['name'].split()[0]}, a note about your {topic}.")]
+        return {"world": world, "q": {"name": who["name"], "topic": topic},
+                "goal": {"refunds": {}, "cancelled": [], "mails": [{"to": who["email"], "keyword": topic}]},
+                "plan": plan}
+    if family == "conditional":
+        order = rng.choice(world["orders"])
+        order["status"] = "delivered" if rng.random() < 0.5 else rng.choice(_STATUSES[1:])
+        item = rng.choice(order["items"])
+        who = by_id[order["customer"]]
+        delivered = order["status"] == "delivered"
+        act = (_call("billing.refund", order_id=order["id"], amount=item["price"]) if delivered
+               else _call("crm.cancel_order", order_id=order["id"]))
+        plan = [_call("crm.find_customer", name=who["name"]), _call("crm.orders", customer_id=who["id"]), act,
+                _call("mail.send", to=who["email"], subject=f"Your {item['name']}",
+                      body=f"Your {item['name']} was {'refunded' if delivered else 'cancelled'}.")]
+        goal = {"refunds": {order["id"]: item["price"]} if delivered else {},
+                "cancelled": [] if delivered else [order["id"]],
+                "mails": [{"to": who["email"], "keyword": item["name"]}]}
+        return {"world": world, "q": {"name": who["name"], "item": item["name"]}, "goal": goal, "plan": plan}
+    if family == "item_refund":
+        order = rng.choice(world["orders"])
+        while len(order["items"]) < 2:  # refunding "just the item" only means something in a larger order
+            order["items"].append({"name": rng.choice([i for i in items if i not in _world_items(world)]),
+                                   "price": rng.randint(5, 300)})
+        item = rng.choice(order["items"])
+        first = _call("crm.search_orders", item=item["name"])
+        refund = _call("billing.refund", order_id=order["id"], amount=item["price"])
+        q = {"item": item["name"]}
+    elif family == "refund_order":
+        order = rng.choice(world["orders"])
+        first = _call("billing.invoice", order_id=order["id"])
+        refund = _call("billing.refund", order_id=order["id"], amount=sum(i["price"] for i in order["items"]))
+        q = {"order": order["id"]}
+    else:
+        raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
+    who = by_id[order["customer"]]
+    plan = [first, refund, _call("crm.get_customer", customer_id=who["id"]),
+            _call("mail.send", to=who["email"], subject=f"Refund for {order['id']}",
+                  body=f"We refunded {refund['arguments']['amount']} on order {order['id']}.")]
+    goal = {"refunds": {order["id"]: refund["arguments"]["amount"]}, "cancelled": [],
+            "mails": [{"to": who["email"], "keyword": "refund"}]}
+    return {"world": world, "q": q, "goal": goal, "plan": plan}
+
+
+def _world_items(world: dict[str, Any]) -> set[str]:
+    return {i["name"] for o in world["orders"] for i in o["items"]}
+
+
+def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float = 1 / 3,
+                   families: Sequence[str] = FAMILIES) -> TaskSet:
+    """``n_per_family`` tasks per family (``test_fraction`` of them in ``test``); defaults: 160 train /
+    80 test over 4 levels. Same ``seed`` ⇒ same tasks."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown families {unknown}; valid: {', '.join(FAMILIES)}")
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    rng = random.Random(seed)
+    firsts, goods = list(_FIRST), list(_ITEMS)
+    rng.shuffle(firsts)
+    rng.shuffle(goods)
+    pools = {"test": (firsts[:12], goods[:18]), "train": (firsts[12:], goods[18:])}
+    n_test = round(n_per_family * test_fraction)
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for family in families:
+        for split, count in (("train", n_per_family - n_test), ("test", n_test)):
+            made = 0
+            while made < count:
+                data = {"family": family, **_make(family, rng, *pools[split])}
+                prompt = render_prompt(family, data["q"])
+                if prompt in seen:  # no instruction appears twice, in particular not in both splits
+                    continue
+                seen.add(prompt)
+                tasks.append(Task(f"{family}-{split}-{made:03d}", prompt, data, LEVELS[family], split,
+                                  "workflow-v0", (family,)))
+                made += 1
+    return TaskSet(tasks, name=f"workflow-seed{seed}")
+
+
+# -- validation ---------------------------------------------------------------------------------
+def _check_list(value: Any, where: str, name: str, keys: Sequence[str]) -> None:
+    if not isinstance(value, list):
+        raise TaskFileError(f"{where}: field 'data.{name}' must be a list")
+    for i, row in enumerate(value):
+        missing = [k for k in keys if not isinstance(row, dict) or k not in row]
+        if missing:
+            raise TaskFileError(f"{where}: field 'data.{name}[{i}]' lacks {missing}")
+
+
+def validate_task(task: Task, where: str) -> None:
+    """Raise :class:`TaskFileError` naming ``where`` and the ``data`` field if ``task`` is unusable."""
+    data = task.data
+    require(data, "family", str, where)
+    world = require(data, "world", dict, where)
+    goal = require(data, "goal", dict, where)
+    plan = require(data, "plan", list, where)
+    assert isinstance(world, dict) and isinstance(goal, dict) and isinstance(plan, list)
+    _check_list(world.get("customers"), where, "world.customers", ("id", "name", "email", "tier"))
+    _check_list(world.get("orders"), where, "world.orders", ("id", "customer", "status", "items"))
+    for i, order in enumerate(world["orders"]):
+        _check_list(order["items"], where, f"world.orders[{i}].items", ("name", "price"))
+    if not isinstance(goal.get("refunds", {}), dict):
+        raise TaskFileError(f"{where}: field 'data.goal.refunds' must map order ids to amounts")
+    _check_list(goal.get("cancelled", []), where, "goal.cancelled", ())
+    _check_list(goal.get("mails", []), where, "goal.mails", ("to", "keyword"))
+    for i, call in enumerate(plan):
+        if not isinstance(call, dict) or call.get("name") not in TOOL_ARGS or not isinstance(call.get("arguments"), dict):
+            raise TaskFileError(f"{where}: field 'data.plan[{i}]' must be a call of one of {', '.join(TOOL_ARGS)}")
+    if data.get("q") is not None:
+        try:
+            render_prompt(data["family"], data["q"])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise TaskFileError(f"{where}: field 'data.q' does not fit family {data['family']!r} ({exc})") from None

@@ -1,0 +1,317 @@
+"""Generation engines: the :class:`Engine` protocol the rollout driver talks to, and
+:class:`RolloutEngine`, the batched KV-cache engine for Llama-family models on CPU or GPU.
+
+The protocol is *sequence + turn* shaped, so an engine like vLLM (prefix caching, continuous batching)
+fits without touching the driver:
+
+- :meth:`Engine.open` starts sequences from a prompt; ``copies=k`` declares k sequences that share the
+  prompt (a GRPO group): the engine may prefill it once.
+- :meth:`Engine.generate` appends context tokens (glue, observation, forced tokens) to a sequence and
+  queues one policy turn; ``restart=True`` replaces the context instead (memory rebuilt it).
+- :meth:`Engine.step` advances every queued turn and returns the turns that finished.
+- :meth:`Engine.close` frees the sequence.
+
+A finished turn's tokens are all *sampled* (mask 1). The engine remembers which of them it has not fed
+to the model yet and prepends them to the next :meth:`generate` context: callers only pass new tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from agentic_rl.agent.actions import STOP_STRINGS
+from agentic_rl.agent.prompt import chat_format
+from agentic_rl.models.kv_decoder import KVDecoder
+from agentic_rl.models.sampling import sample_tokens
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Per-turn decoding settings. Schedules (decaying temperature...) pass a new value per call.
+
+    ``stop``: strings after which a turn is complete (the end-of-turn token always ends one).
+    ``greedy`` ignores ``temperature``/``top_p``. ``seed`` seeds the engine's sampler at the start of
+    a :func:`~agentic_rl.rollout.rollout` call (``None``: not reseeded).
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+    stop: tuple[str, ...] = STOP_STRINGS
+    greedy: bool = False
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature <= 0 and not self.greedy:
+            raise ValueError(f"temperature must be > 0 (or greedy=True), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclass
+class TurnOutput:
+    """One finished policy turn. ``finish_reason``: ``eos`` (end-of-turn token sampled), ``stop`` (a stop
+    string appeared), ``length`` (max_new_tokens), ``context`` (the sequence reached max_context)."""
+
+    seq: int
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    generate_s: float = 0.0
+
+
+@runtime_checkable
+class Engine(Protocol):
+    tokenizer: Any
+    max_context: int
+    max_batch: int
+    stats: dict[str, int]
+
+    def prepare(self, seed: int | None = None) -> None:
+        """Called at the start of a rollout: pick up new weights, (re)seed sampling."""
+
+    def free_capacity(self) -> int:
+        """How many more sequences can be open at once."""
+
+    def open(self, prompt_ids: Sequence[int], copies: int = 1) -> list[int]:
+        """Start ``copies`` sequences whose context is ``prompt_ids``; return their ids."""
+
+    def generate(self, seq: int, append_ids: Sequence[int], params: SamplingParams, restart: bool = False) -> None:
+        """Append ``append_ids`` to ``seq``'s context (or replace it, ``restart``) and queue one turn."""
+
+    def step(self) -> list[TurnOutput]:
+        """Advance queued turns; return those that finished."""
+
+    def has_work(self) -> bool:
+        """True while some queued turn is unfinished."""
+
+    def close(self, seq: int) -> None:
+        """Free ``seq``."""
+
+
+@dataclass
+class _Seq:
+    row: int
+    pending: list[int]
+    group: int | None = None
+    unfed: list[int] = field(default_factory=list)
+    generating: bool = False
+    params: SamplingParams | None = None
+    sampled: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    started: float = 0.0
+
+
+class RolloutEngine:
+    """Batched multi-turn generation with a persistent per-sequence KV cache (see :mod:`..models.kv_decoder`).
+
+    ``policy``: a :class:`~agentic_rl.models.Policy` (or anything with ``.model`` and ``.tokenizer``).
+    ``max_batch`` sequences can be open at once; each holds at most ``max_context`` tokens. Weights are
+    re-read from the model at :meth:`prepare` when they changed (LoRA deltas merged in).
+    ``stats`` counts ``forward_calls``, ``prefill_tokens`` (context tokens fed, shared prompts once),
+    ``decode_tokens`` and ``shared_prefills``.
+    """
+
+    def __init__(self, policy: Any, max_context: int = 2048, max_batch: int = 32):
+        self.policy = policy
+        self.tokenizer = policy.tokenizer
+        self.max_context = max_context
+        self.max_batch = max_batch
+        self.format = chat_format(self.tokenizer)
+        self.stop_ids = set(self.format.stop_ids)
+        self.decoder = KVDecoder(policy.model, capacity=max_batch, max_context=max_context)
+        self.generator = torch.Generator(device=self.decoder.device)
+        self.stats = {"forward_calls": 0, "prefill_tokens": 0, "decode_tokens": 0, "shared_prefills": 0}
+        self._seqs: dict[int, _Seq] = {}
+        self._rows: list[int | None] = [None] * max_batch  # row -> seq id
+        self._groups: dict[int, dict[str, Any]] = {}
+        self._next_id = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def prepare(self, seed: int | None = None) -> None:
+        self.decoder.sync()
+        if seed is not None:
+            self.generator.manual_seed(seed)
+
+    def free_capacity(self) -> int:
+        return self.max_batch - len(self._seqs)
+
+    def has_work(self) -> bool:
+        return any(s.generating for s in self._seqs.values())
+
+    def open(self, prompt_ids: Sequence[int], copies: int = 1) -> list[int]:
+        if copies > self.free_capacity():
+            raise RuntimeError(f"cannot open {copies} sequences: only {self.free_capacity()} rows free")
+        if not prompt_ids:
+            raise ValueError("prompt_ids is empty")
+        group = None
+        if copies > 1:
+            group = self._next_id
+            self._groups[group] = {"prompt": list(prompt_ids), "members": [], "done": False}
+        ids = []
+        for _ in range(copies):
+            seq_id, self._next_id = self._next_id, self._next_id + 1
+            row = len(self._seqs)  # rows [0, n_open) are always the ones in use (see close)
+            self._rows[row] = seq_id
+            self.decoder.reset_row(row)
+            self._seqs[seq_id] = _Seq(row=row, pending=list(prompt_ids), group=group)
+            if group is not None:
+                self._groups[group]["members"].append(seq_id)
+            ids.append(seq_id)
+        return ids
+
+    def context_length(self, seq: int) -> int:
+        """Tokens in ``seq``'s context, including those not fed to the model yet."""
+        s = self._seqs[seq]
+        return self.decoder.lengths[s.row] + len(s.pending) + len(s.unfed)
+
+    def generate(self, seq: int, append_ids: Sequence[int], params: SamplingParams, restart: bool = False) -> None:
+        s = self._seqs[seq]
+        if s.generating:
+            raise RuntimeError(f"sequence {seq} is already generating")
+        if restart:
+            self._leave_group(seq)
+            self.decoder.reset_row(s.row)
+            s.pending, s.unfed = list(append_ids), []
+        else:
+            s.pending = s.unfed + s.pending + list(append_ids)
+            s.unfed = []
+        if not s.pending:
+            raise ValueError(f"sequence {seq}: nothing to condition the turn on (empty context)")
+        s.generating, s.params, s.sampled, s.logprobs, s.started = True, params, [], [], time.perf_counter()
+
+    def close(self, seq: int) -> None:
+        s = self._seqs.pop(seq)
+        self._leave_group(seq)
+        last = len(self._seqs)  # the highest row in use before this close
+        if s.row != last:  # keep rows in use contiguous: move the last row into the hole
+            moved = self._rows[last]
+            self.decoder.copy_row(last, s.row)
+            self._seqs[moved].row = s.row
+            self._rows[s.row] = moved
+        self._rows[last] = None
+        self.decoder.reset_row(last)
+
+    def _leave_group(self, seq: int) -> None:
+        s = self._seqs.get(seq)
+        group = s.group if s else None
+        if group is None:
+            return
+        s.group = None
+        info = self._groups.get(group)
+        if info is not None:
+            info["members"].remove(seq)
+            if not info["members"]:
+                del self._groups[group]
+
+    # -- stepping ------------------------------------------------------------------------------
+    def step(self) -> list[TurnOutput]:
+        finished: list[TurnOutput] = []
+        sampled_now = self._shared_prefills(finished)
+        work = [(sid, s) for sid, s in self._seqs.items() if s.generating and s.pending and sid not in sampled_now]
+        if not work:
+            return finished
+        ready = []
+        for sid, s in work:
+            if self.decoder.lengths[s.row] + len(s.pending) >= self.max_context:
+                finished.append(self._finish(sid, s, "context"))
+            else:
+                ready.append((sid, s))
+        if ready:
+            chunks = [s.pending for _, s in ready]
+            hidden = self.decoder.forward([s.row for _, s in ready], chunks)
+            self._count(chunks)
+            for (_, s) in ready:
+                s.pending = []
+            finished += self._sample([sid for sid, _ in ready], hidden)
+        return finished
+
+    def _count(self, chunks: Sequence[Sequence[int]]) -> None:
+        self.stats["forward_calls"] += 1
+        for chunk in chunks:
+            key = "decode_tokens" if len(chunk) == 1 else "prefill_tokens"
+            self.stats[key] += len(chunk)
+
+    def _shared_prefills(self, finished: list[TurnOutput]) -> set[int]:
+        """Prefill each not-yet-prefilled group prompt once, copy it to every member, and sample the first
+        token of members whose whole pending context was that prompt."""
+        todo = [(gid, g) for gid, g in self._groups.items()
+                if not g["done"] and any(self._seqs[m].generating for m in g["members"])]
+        if not todo:
+            return set()
+        leaders = [self._seqs[g["members"][0]] for _, g in todo]
+        for leader in leaders:
+            self.decoder.reset_row(leader.row)
+        hidden = self.decoder.forward([s.row for s in leaders], [g["prompt"] for _, g in todo])
+        self._count([g["prompt"] for _, g in todo])
+        sampled_now: set[int] = set()
+        to_sample: list[int] = []
+        rows: list[int] = []
+        for k, (_gid, g) in enumerate(todo):
+            g["done"] = True
+            self.stats["shared_prefills"] += 1
+            n = len(g["prompt"])
+            leader = leaders[k]
+            for m in g["members"]:
+                s = self._seqs[m]
+                if s is not leader:
+                    self.decoder.copy_row(leader.row, s.row, n)
+                assert s.pending[:n] == g["prompt"], "group member diverged from the shared prompt"
+                s.pending = s.pending[n:]
+                if s.generating and not s.pending:
+                    to_sample.append(m)
+                    rows.append(k)
+        if to_sample:
+            finished += self._sample(to_sample, hidden[torch.tensor(rows)])
+            sampled_now.update(to_sample)
+        return sampled_now
+
+    def _sample(self, seq_ids: list[int], hidden: torch.Tensor) -> list[TurnOutput]:
+        logits = self.decoder.logits(hidden)
+        params = [self._seqs[i].params for i in seq_ids]
+        dev = logits.device
+        tokens, logprobs = sample_tokens(
+            logits,
+            torch.tensor([p.temperature for p in params], device=dev, dtype=torch.float32),
+            torch.tensor([p.top_p for p in params], device=dev, dtype=torch.float32),
+            torch.tensor([p.greedy for p in params], device=dev),
+            self.generator,
+        )
+        finished = []
+        for sid, token, logprob in zip(seq_ids, tokens.tolist(), logprobs.tolist(), strict=True):
+            s = self._seqs[sid]
+            s.sampled.append(token)
+            s.logprobs.append(logprob)
+            reason = self._finish_reason(s, token)
+            if reason is None:
+                s.pending = [token]
+            else:
+                s.unfed = [token]
+                finished.append(self._finish(sid, s, reason))
+        return finished
+
+    def _finish_reason(self, s: _Seq, token: int) -> str | None:
+        params = s.params
+        if token in self.stop_ids:
+            return "eos"
+        if params.stop:
+            window = max(len(x) for x in params.stop) + 2
+            tail = self.format.decode(s.sampled[-window:])
+            if any(x in tail for x in params.stop):
+                return "stop"
+        if len(s.sampled) >= params.max_new_tokens:
+            return "length"
+        if self.decoder.lengths[s.row] + 1 >= self.max_context:
+            return "context"
+        return None
+
+    def _finish(self, sid: int, s: _Seq, reason: str) -> TurnOutput:
+        s.generating = False
+        return TurnOutput(sid, list(s.sampled), list(s.logprobs), reason, time.perf_counter() - s.started)

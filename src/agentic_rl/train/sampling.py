@@ -1,0 +1,79 @@
+"""How the trainer gets episodes: a ``RolloutFn`` (the rollout engine by default), and held-out evaluation.
+
+A ``RolloutFn`` is any callable::
+
+    rollout_fn(tasks, *, group_size, seeds, temperature, top_p, max_new_tokens, greedy, max_turns, epsilon)
+        -> list[Trajectory]          # len(tasks) * group_size episodes, each with its token ledger
+
+``seeds[i]`` seeds the env episodes of ``tasks[i]``. Episodes of the same task in one call share a
+``group`` id. The trainer builds one with :func:`engine_rollout_fn`; tests and custom drivers can pass
+their own to :func:`agentic_rl.train.train_rl`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from agentic_rl.rollout.trajectory import Trajectory
+from agentic_rl.tasks.core import Task
+
+
+class RolloutFn(Protocol):
+    def __call__(self, tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float,
+                 top_p: float, max_new_tokens: int, greedy: bool, max_turns: int,
+                 epsilon: float) -> list[Trajectory]: ...
+
+
+def engine_rollout_fn(policy: Any, env_id: str, env_kwargs: dict[str, Any] | None = None) -> RolloutFn:
+    """A :class:`RolloutFn` playing ``env_id`` with :mod:`agentic_rl.rollout`'s batched engine."""
+    from agentic_rl.env.registry import make
+    from agentic_rl.rollout import RolloutEngine, SamplingParams, rollout
+
+    engine = RolloutEngine(policy)
+    kwargs = dict(env_kwargs or {})
+
+    def env_factory() -> Any:
+        return make(env_id, **kwargs)
+
+    def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
+            max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float) -> list[Trajectory]:
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                                  greedy=greedy)
+        return rollout(engine, env_factory, list(tasks), group_size=group_size, seeds=list(seeds),
+                       sampling=sampling, max_turns=max_turns, epsilon=epsilon)
+
+    return run
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate."""
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def evaluate_heldout(rollout_fn: RolloutFn | Callable[..., list[Trajectory]], tasks: Sequence[Task], *,
+                     seed: int, greedy: bool, temperature: float, top_p: float, max_new_tokens: int,
+                     max_turns: int) -> tuple[dict[str, Any], list[Trajectory]]:
+    """One pass over ``tasks`` (one episode each, fixed seeds): the ``eval.jsonl`` row and the episodes."""
+    trajs = rollout_fn(list(tasks), group_size=1, seeds=[seed + i for i in range(len(tasks))],
+                       temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, greedy=greedy,
+                       max_turns=max_turns, epsilon=0.0)
+    n = len(trajs)
+    wins = sum(1 for t in trajs if t.success)
+    low, high = wilson_interval(wins, n)
+    steps_success = [t.num_turns for t in trajs if t.success]
+    row = {
+        "success_rate": wins / n if n else 0.0, "success_ci_low": low, "success_ci_high": high,
+        "mean_reward": sum(t.total_reward for t in trajs) / n if n else 0.0,
+        "mean_steps": sum(t.num_turns for t in trajs) / n if n else 0.0,
+        "mean_steps_success": sum(steps_success) / len(steps_success) if steps_success else None,
+        "episodes": n, "greedy": greedy,
+    }
+    return row, trajs
