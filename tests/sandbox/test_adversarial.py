@@ -178,12 +178,12 @@ def test_many_processes_each_under_the_limit_hit_the_tree_limit(sandbox, marker)
             if pid == 0:
                 block = bytearray(40 << 20)
                 for i in range(0, len(block), 4096): block[i] = 1
-                time.sleep(0.5); os._exit(0)
+                time.sleep(0.3); os._exit(0)
             pids.append(pid)
         codes = [os.waitpid(p, 0)[1] for p in pids]
         print("all fine" if all(c == 0 for c in codes) else "some killed")
     """
-    res = run_py(sandbox, code, marker)
+    res = run_py(sandbox, code, marker, wall_time_s=6.0)
     if sandbox._cgroups is None:
         pytest.skip("no cgroups on this machine: memory is limited per process only")
     assert res.oom_killed or res.stdout.strip() == "some killed", res

@@ -59,8 +59,8 @@ def grpo(rewards: Tensor, masks: Tensor, groups: Tensor, values: Tensor | None =
     scores = _episode_scores(rewards, masks)
     count, total, std = _group_stats(scores, groups)
     adv = scores - total / count
-    if norm_std:
-        adv = adv / (std + eps)
+    if norm_std:  # a group without spread has adv 0: keep it 0 even with eps=0
+        adv = torch.where(std > 0, adv / (std + eps), torch.zeros_like(adv))
     return adv[:, None] * masks
 
 

@@ -74,6 +74,14 @@ def _masked_mean(values: Tensor, mask: Tensor) -> float:
     return float((torch.where(mask > 0, values, torch.zeros_like(values)).sum() / total).item())
 
 
+def _clean(values: Tensor | None, mask: Tensor) -> Tensor | None:
+    """``values`` with 0 off the mask. Off-mask entries may be garbage (-inf logprobs of padding); through
+    ``where`` their gradient is exactly 0 and nothing downstream can turn them into NaN."""
+    if values is None:
+        return None
+    return torch.where(mask > 0, values, torch.zeros((), dtype=values.dtype, device=values.device))
+
+
 def _regularise(loss: Tensor, metrics: dict[str, float], logprobs: Tensor, mask: Tensor, aggregation: str,
                 normalizer: float | None, ref_logprobs: Tensor | None, kl_coef: float, kl_estimator: str,
                 entropy: Tensor | None, entropy_coef: float) -> Tensor:
@@ -98,9 +106,10 @@ def ppo_clip(logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: T
     """PPO's clipped surrogate with an asymmetric range: ratio clipped to [1 − clip_low, 1 + clip_high]
     (a larger ``clip_high`` lets rare good tokens grow: DAPO's clip-higher)."""
     mask = mask.to(logprobs.dtype)
-    # zero the log-ratio off the mask *before* exp: masked positions then have ratio 1 and no gradient,
-    # even when their logprobs are garbage (inf * 0 would be NaN)
-    log_ratio = torch.where(mask > 0, logprobs - old_logprobs.detach(), torch.zeros_like(logprobs))
+    logprobs, old_logprobs, advantages = _clean(logprobs, mask), _clean(old_logprobs, mask), _clean(advantages, mask)
+    ref_logprobs, entropy = _clean(ref_logprobs, mask), _clean(entropy, mask)
+    # masked positions now have log-ratio 0 (ratio 1) and receive no gradient
+    log_ratio = logprobs - old_logprobs.detach()
     ratio = torch.exp(log_ratio)
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
@@ -124,7 +133,9 @@ def reinforce(logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: 
               entropy: Tensor | None = None, entropy_coef: float = 0.0) -> tuple[Tensor, dict[str, float]]:
     """Vanilla policy gradient −A·log π (on-policy: no ratio, no clipping; ``clip_*`` are ignored)."""
     mask = mask.to(logprobs.dtype)
-    per_token = -advantages * torch.where(mask > 0, logprobs, torch.zeros_like(logprobs))
+    logprobs, advantages = _clean(logprobs, mask), _clean(advantages, mask)
+    ref_logprobs, entropy = _clean(ref_logprobs, mask), _clean(entropy, mask)
+    per_token = -advantages * logprobs
     loss = aggregate(per_token, mask, aggregation, normalizer)
     metrics: dict[str, float] = {"policy/clip_frac": 0.0}
     loss = _regularise(loss, metrics, logprobs, mask, aggregation, normalizer, ref_logprobs, kl_coef,

@@ -155,8 +155,10 @@ def _run(name: str, fn: Callable[[], list[str] | None]) -> CheckResult:
 
 
 def _exc_text(exc: BaseException) -> str:
-    where = traceback.extract_tb(exc.__traceback__)
-    origin = f" (at {where[-1].filename}:{where[-1].lineno})" if where else ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    # Point at the env's code, not at the library call it made (subprocess, json...).
+    own = [f for f in frames if "/lib/python" not in f.filename.replace("\\", "/")] or frames
+    origin = f" (at {own[-1].filename}:{own[-1].lineno})" if own else ""
     return f"raised {type(exc).__name__}: {str(exc)[:300]}{origin}"
 
 

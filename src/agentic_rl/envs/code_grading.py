@@ -23,6 +23,8 @@ _VALUE_CHARS = 200
 
 @dataclass(frozen=True)
 class TestResult:
+    __test__ = False  # not a pytest test class
+
     id: str
     passed: bool
     message: str = ""  # why it failed (for the agent, on visible tests only)

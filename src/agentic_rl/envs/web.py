@@ -140,8 +140,8 @@ class WebShopEnv(Env):
     def _invalid(self, message: str, error: str) -> tuple[str, float, bool, bool, dict]:
         observation, reward, _, _, info = super()._invalid(message, error)
         info.update(self._info(reward_terms=info["reward_terms"]))
-        truncated = self.steps >= self.max_steps
-        return self._render(observation), reward, False, truncated, info
+        truncated = not self.done and self.steps >= self.max_steps
+        return self._render(observation), reward, self.done, truncated, info
 
     def _state(self) -> dict[str, Any]:
         if not self.data:

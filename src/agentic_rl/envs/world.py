@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from agentic_rl.agent.actions import Action, command
@@ -84,7 +85,8 @@ def generate_tasks(seed: int = 0, train_per_level: int = 40, test_per_level: int
             seen.add("".join(grid))
             split = "train" if made < train_per_level else "test"
             index = made if split == "train" else made - train_per_level
-            optimal = plan(parse_layout(grid, "generated"), start_state(parse_layout(grid, "generated")))[1]
+            layout = parse_layout(grid, "generated")
+            optimal = plan(layout, start_state(layout))[1]
             assert optimal is not None
             data = {"grid": grid, "max_steps": 2 * optimal + 8, "view_radius": view, "optimal_steps": optimal}
             tasks.append(Task(f"world-L{level}-{split}-{index:03d}", PROMPTS[0], data, level, split, "world-v0",
@@ -101,10 +103,13 @@ class GridWorldEnv(Env):
     perturbations: ClassVar[tuple[str, ...]] = ("noisy_observation", "renamed_labels", "distractors", "paraphrase")
     reward_range = (-1.0, 1.5)
 
-    def __init__(self, tasks: TaskSet | str | None = None, *, split: str | None = "train", seed: int = 0,
+    def __init__(self, tasks: TaskSet | str | Path | None = None, *, split: str | None = "train", seed: int = 0,
                  max_steps: int | None = None, perturbation: str | None = None, shaping: str | None = None,
                  shaping_scale: float = 0.2, shaping_gamma: float = 1.0, step_cost: float = 0.01,
                  subgoal_reward: float = 0.1, invalid_action_penalty: float = -0.1, render_mode: str | None = None):
+        """``tasks``: a TaskSet, a JSONL path, or None to generate the default set from ``seed``; ``split``
+        None keeps every split. ``max_steps`` overrides each task's ``data.max_steps``. ``shaping``:
+        None or ``"potential"`` (see the module docstring for ``shaping_scale`` and ``shaping_gamma``)."""
         if shaping not in (None, "potential"):
             raise ValueError(f"shaping must be None or 'potential', got {shaping!r}")
         if not 0.0 < shaping_gamma <= 1.0:

@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
         limit: int | None = typer.Option(None, help="evaluate only the first N tasks"),
         env_kwargs: str = typer.Option("{}", help="JSON object of extra make() arguments"),
         out: Path | None = typer.Option(None, help="write result.json / eval.jsonl / trajectories.jsonl "
-                                        "(and compare.json) into this directory"),
+                                        "(and compare.json, shown by `report`) into this directory; in a run "
+                                        "dir, per-policy results go to evaluations/policy_<i>/"),
         json_output: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
     ) -> None:
         """Success rate (Wilson CI), reward, steps, pass@k, per-level and perturbed success, failures, audit."""
@@ -91,7 +92,7 @@ def register(app: typer.Typer) -> None:
         results = []
         for policy in policies:
             try:
-                results.append(evaluate(policy, env_id, tasks, split=chosen_split, seeds=parse_seeds(seeds),
+                results.append(evaluate(policy, env_id, tasks or env_cfg.get("task_file"), split=chosen_split, seeds=parse_seeds(seeds),
                                         greedy=not sample, samples_k=samples_k, perturbations=perturb,
                                         max_turns=int(turns), max_new_tokens=max_new_tokens, temperature=temperature,
                                         limit=limit, env_kwargs=kwargs, label=policy))
@@ -100,8 +101,11 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from None
         comparison = compare_results(results) if compare else None
         if out is not None:
+            # Never overwrite a training run's own eval.jsonl: inside a run dir, results go to a subfolder.
+            is_run_dir = (out / "metrics.jsonl").exists() or (out / "config.yaml").exists()
+            base = out / "evaluations" if is_run_dir else out
             for i, result in enumerate(results):
-                result.save(out if len(results) == 1 else out / f"policy_{i}")
+                result.save(base if len(results) == 1 and not is_run_dir else base / f"policy_{i}")
             if comparison is not None:
                 comparison.save(out / "compare.json")
         if json_output:

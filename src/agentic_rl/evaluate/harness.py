@@ -4,7 +4,8 @@ A *policy* is one of:
 
 - ``"expert"`` or ``"expert:<skill>"``: the env's scripted expert (no model needed) — the reference;
 - a callable ``agent(observation: str, info: dict) -> str`` (baselines, scripted agents, tests);
-- a loaded :class:`agentic_rl.models.Policy`, or a string/path that :func:`agentic_rl.models.load_policy`
+- a loaded :class:`agentic_rl.models.Policy` or a :class:`agentic_rl.rollout.RolloutEngine` (the trainer
+  passes its own engine for held-out evaluations), or a string/path that :func:`agentic_rl.models.load_policy`
   understands (embedded model name, HF dir, checkpoint dir). A run directory resolves to its
   ``checkpoints/best`` (else ``checkpoints/last``).
 

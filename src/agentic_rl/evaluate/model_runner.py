@@ -1,6 +1,6 @@
 """Playing the evaluation grid with a language-model policy through the batched rollout engine.
 
-Policy specs: a loaded ``Policy``; a run directory (its ``checkpoints/best``, else ``checkpoints/last``);
+Policy specs: a loaded ``Policy`` or a ``RolloutEngine`` (reused as is); a run directory (its ``checkpoints/best``, else ``checkpoints/last``);
 a checkpoint / HF directory; or an embedded model name such as ``smollm2-135m``.
 """
 
@@ -42,27 +42,31 @@ def load_any_policy(spec: Any) -> tuple[Any, str]:
 
 def model_runner(policy: Any, env_id: str, *, greedy: bool, max_turns: int, max_new_tokens: int,
                  temperature: float) -> tuple[Any, str]:
-    """A runner (see :data:`agentic_rl.evaluate.harness.Runner`) decoding with ``policy``."""
-    import torch
+    """A runner (see :data:`agentic_rl.evaluate.harness.Runner`) decoding with ``policy``.
 
+    One :func:`~agentic_rl.rollout.rollout` call per seed; the sampler is re-seeded from that seed, so the
+    numbers do not depend on what ran before (determinism with sampling as well as greedy).
+    """
     from agentic_rl.rollout import RolloutEngine, SamplingParams, rollout
 
-    loaded, label = load_any_policy(policy)
-    engine = RolloutEngine(loaded)
-    sampling = SamplingParams(greedy=greedy, temperature=temperature, max_new_tokens=max_new_tokens)
+    if isinstance(policy, RolloutEngine):  # the trainer's own engine: no second KV cache, current weights
+        engine, label = policy, getattr(policy.policy, "name", "") or "policy"
+    else:
+        loaded, label = load_any_policy(policy)
+        engine = RolloutEngine(loaded)
 
     def run(tasks: list[Task], seeds: list[int], samples_k: int, env_kwargs: dict[str, Any]) -> list[Trajectory]:
         out: list[Trajectory] = []
         for seed in seeds:
-            torch.manual_seed(seed)  # sampling noise depends on the seed only, not on what ran before
+            sampling = SamplingParams(greedy=greedy, temperature=temperature, max_new_tokens=max_new_tokens,
+                                      seed=seed)
             trajs = rollout(engine, env_id, tasks, group_size=samples_k, seeds=[seed] * len(tasks),
                             sampling=sampling, max_turns=max_turns, env_kwargs=env_kwargs)
-            counters: dict[str, int] = {}
-            for traj in trajs:
-                sample = counters.get(str(traj.task_id), 0)
-                counters[str(traj.task_id)] = sample + 1
+            for index, traj in enumerate(trajs):  # task i's samples are trajs[i*k:(i+1)*k]
+                task = tasks[index // samples_k]
                 traj.seed = seed
-                traj.metadata["eval_key"] = f"{traj.task_id}|{seed}|{sample}"
+                traj.difficulty = task.difficulty
+                traj.metadata["eval_key"] = f"{task.id}|{seed}|{index % samples_k}"
             out.extend(trajs)
         return out
 

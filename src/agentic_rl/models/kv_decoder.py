@@ -82,8 +82,9 @@ class KVDecoder:
         self.lengths = [0] * capacity
         self._alloc_len = min(initial_length, max_context)
         shape = (capacity, self.num_kv_heads, self._alloc_len, self.head_dim)
-        self.k_cache = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(self.num_layers)]
-        self.v_cache = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(self.num_layers)]
+        with torch.inference_mode():  # cache tensors are only ever touched in inference mode
+            self.k_cache = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(self.num_layers)]
+            self.v_cache = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(self.num_layers)]
         self._fingerprint: tuple = ()
         self.layers: list[dict[str, Any]] = []
         self.sync()
@@ -138,6 +139,7 @@ class KVDecoder:
                 cache[i] = grown
         self._alloc_len = new_len
 
+    @torch.inference_mode()
     def copy_row(self, src: int, dst: int, length: int | None = None) -> None:
         """Make row ``dst`` hold the first ``length`` (default: all) cached tokens of row ``src``."""
         n = self.lengths[src] if length is None else length

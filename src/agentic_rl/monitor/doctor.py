@@ -284,7 +284,7 @@ def check_kl(run: RunData) -> list[Diagnosis]:
     kl = _values(run.series("policy/kl"))
     if len(kl) < 3:
         raise LookupError(f"needs ≥ 3 iterations of policy/kl, found {len(kl)}")
-    limit = config_get(run.config, "guard", "kl_limit") or KL_DEFAULT_LIMIT
+    limit = config_get(run.config, "guards", "kl_limit") or KL_DEFAULT_LIMIT
     early = max(median(kl[: max(2, len(kl) // 4)]), 1e-4)
     peak = max(kl)
     if peak <= limit and not (peak > 10 * early and peak > 0.1):
@@ -293,7 +293,7 @@ def check_kl(run: RunData) -> list[Diagnosis]:
                       [f"policy/kl peaked at {_fmt(peak)} (early level {_fmt(early)}, limit {_fmt(limit)})"], [
                           "lower the learning rate; fewer update epochs per batch",
                           "add or raise the KL penalty (algo.kl_coef), tighten the PPO clip range",
-                          "set guard.kl_limit to stop the run before it degrades"], severity="error")]
+                          "set guards.kl_limit to stop the run before it degrades"], severity="error")]
 
 
 def check_numerical(run: RunData) -> list[Diagnosis]:

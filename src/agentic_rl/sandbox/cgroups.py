@@ -9,6 +9,7 @@ the sandbox then relies on rlimits alone.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
@@ -167,9 +168,7 @@ class CgroupManager:
             parent = _host_dir(mount[0], mount[1], own[controller]) / _PARENT_NAME
             parent.mkdir(exist_ok=True)
             parents.append(parent)
-        manager = cls(1, parents)
-        manager.create(64 << 20, 8).destroy()  # probe: limits writable, rmdir allowed
-        return manager
+        return cls._checked(cls(1, parents))
 
     @classmethod
     def _detect_v2(cls) -> CgroupManager | None:
@@ -187,9 +186,25 @@ class CgroupManager:
         parent.mkdir(exist_ok=True)
         if "memory" not in _read(parent / "cgroup.subtree_control"):
             _write(parent / "cgroup.subtree_control", "+memory +pids")
-        manager = cls(2, [parent])
-        manager.create(64 << 20, 8).destroy()
+        return cls._checked(cls(2, [parent]))
+
+    @staticmethod
+    def _checked(manager: CgroupManager) -> CgroupManager:
+        manager.create(64 << 20, 8).destroy()  # probe: limits writable, rmdir allowed
+        manager.remove_stale()
+        atexit.register(manager._retry_leftovers)
         return manager
+
+    def remove_stale(self) -> None:
+        """Remove empty execution cgroups left behind by processes that no longer exist."""
+        for parent in self.parents:
+            for child in parent.glob("sbx-*-*"):
+                owner = child.name.split("-")[1]
+                if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                    try:
+                        child.rmdir()
+                    except OSError:
+                        pass
 
     def create(self, memory_bytes: int, pids_max: int) -> CgroupHandle:
         """Fresh cgroup(s) with the given limits. Raises OSError when the kernel refuses."""

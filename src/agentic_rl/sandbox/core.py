@@ -14,7 +14,7 @@ from pathlib import Path
 from agentic_rl.sandbox import backends, process
 from agentic_rl.sandbox.cgroups import CgroupManager
 from agentic_rl.sandbox.limits import ExecResult, Limits, SandboxError
-from agentic_rl.sandbox.workspace import WorkspaceDir, default_base_dir
+from agentic_rl.sandbox.workspace import WorkspaceDir, default_base_dir, remove_stale
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,9 @@ def _cgroups() -> CgroupManager | None:
 
 
 Command = Sequence[str] | str
+_MAX_INLINE_CODE = 64 << 10  # Linux caps one argv string at 128 KiB
+# Keeps the workspace as sys.path[0], as `python -c` would; the code is read from a read-only file.
+_RUN_FILE = "__file__ = {path!r}; exec(compile(open(__file__).read(), __file__, 'exec'))"
 
 
 def _as_argv(command: Command) -> list[str]:
@@ -76,7 +79,9 @@ class Sandbox:
         self.python = python or executable
         self._python_prefix = prefix
         self.base_dir = Path(base_dir) if base_dir is not None else default_base_dir()
-        self._private = Path(tempfile.mkdtemp(prefix="agentic-rl-sandbox-", dir=self.base_dir))
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale(self.base_dir)
+        self._private = Path(tempfile.mkdtemp(prefix=f"agentic-rl-sandbox-{os.getpid()}-", dir=self.base_dir))
         weakref.finalize(self, _remove_tree, self._private)
         self._cgroups = _cgroups()
         self._prefix_cache: dict[int, list[str]] = {}
@@ -196,7 +201,7 @@ class Sandbox:
             peak_bytes = raw.maxrss_kb * 1024
         return ExecResult(
             exit_code=exit_code, signal=sig, timed_out=timed_out,
-            oom_killed=oom and not timed_out,
+            oom_killed=oom,
             output_truncated=raw.truncated or raw.output_killed,
             stdout=raw.stdout.decode("utf-8", errors="replace"),
             stderr=raw.stderr.decode("utf-8", errors="replace"),
@@ -283,7 +288,19 @@ class SandboxSession:
 
         The interpreter runs without `site`, environment variables or user site (see `Sandbox.python_argv`).
         """
-        return self.execute(self.sandbox.python_argv(code), stdin=stdin, limits=limits)
+        if len(code) <= _MAX_INLINE_CODE:
+            return self.execute(self.sandbox.python_argv(code), stdin=stdin, limits=limits)
+        # Too long for one command-line argument: pass it as a read-only file outside the workspace.
+        aux = Path(tempfile.mkdtemp(prefix=f"agentic-rl-code-{os.getpid()}-", dir=self.sandbox.base_dir))
+        try:
+            (aux / "main.py").write_text(code)
+            bwrap = self.sandbox.backend == "bwrap"
+            inside = f"{backends.AUX_DIR}/code" if bwrap else str(aux)
+            binds = [(str(aux), inside, False)] if bwrap else []
+            argv = [*self.sandbox.python_argv(), "-c", _RUN_FILE.format(path=f"{inside}/main.py")]
+            return self.execute(argv, stdin=stdin, limits=limits, binds=binds)
+        finally:
+            _remove_tree(aux)
 
     def execute(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -151,7 +152,7 @@ def _run_in_session(
     for name, content in (files or {}).items():
         session.write_file(name, content)
     sandbox = session.sandbox
-    aux = Path(tempfile.mkdtemp(prefix="grade-", dir=sandbox.base_dir))
+    aux = Path(tempfile.mkdtemp(prefix=f"agentic-rl-grade-{os.getpid()}-", dir=sandbox.base_dir))
     try:
         (aux / "harness").mkdir()
         (aux / "out").mkdir()

@@ -40,6 +40,8 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 class TestConversionError(ValueError):
     """A test cannot be converted (the message says which and why)."""
 
+    __test__ = False  # not a pytest test class
+
 
 @dataclass(frozen=True)
 class CallSpec:
@@ -54,6 +56,8 @@ class CallSpec:
 @dataclass(frozen=True)
 class TestSpec:
     """One test: calls evaluated inside the sandbox, ``predicate`` evaluated outside."""
+
+    __test__ = False  # not a pytest test class
 
     id: str
     calls: tuple[CallSpec, ...]

@@ -104,10 +104,11 @@ class _Sites:
 
     def all(self) -> Iterator[Mutation]:
         for node in ast.walk(self.tree):
+            # a block's statements may be in range while the block itself (a `def` line) is not
+            yield from filter(None, self._delete(node))
             if not hasattr(node, "lineno") or not self.inside(node):
                 continue
-            for maker in (self._compare, self._binop, self._constant, self._call, self._unary, self._return,
-                          self._delete):
+            for maker in (self._compare, self._binop, self._constant, self._call, self._unary, self._return):
                 yield from filter(None, maker(node))
         yield from self._syntax()
 
@@ -188,9 +189,14 @@ class _Sites:
         return [self.replace("wrong_return", node, "return None")]
 
     def _delete(self, node: ast.AST) -> list[Mutation | None]:
-        body = getattr(node, "body", None)
-        if not isinstance(body, list) or len(body) < 2:
-            return []
+        out: list[Mutation | None] = []
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and len(body) >= 2:
+                out += self._deletable(body)
+        return out
+
+    def _deletable(self, body: list[ast.stmt]) -> list[Mutation | None]:
         out: list[Mutation | None] = []
         for stmt in body:
             if (isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr) and self.inside(stmt)

@@ -1,0 +1,35 @@
+"""Fixtures for trainer tests: a fresh tiny policy, the letter-e env and its rollout function."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from toy import letter_tasks, make_rollout_fn  # noqa: E402
+
+from agentic_rl.config import ConfigRiskWarning  # noqa: E402
+
+# the tests use a deliberately high learning rate on a tiny random model
+warnings.filterwarnings("ignore", category=ConfigRiskWarning)
+
+#: settings shared by trainer tests: one sampled token per episode, a fast tiny run
+FAST = dict(max_new_tokens=1, group_size=8, tasks_per_iteration=4, max_turns=1, eval_tasks=8,
+            eval_greedy=False, tensorboard=False, trajectory_samples=2)
+
+
+@pytest.fixture
+def tiny_policy(tiny_model_path):
+    from agentic_rl.models.policy import load_policy
+
+    return load_policy(str(tiny_model_path))
+
+
+@pytest.fixture
+def letter_run(tiny_policy):
+    """(policy, rollout_fn, tasks) for the letter-e env."""
+    return tiny_policy, make_rollout_fn(tiny_policy), letter_tasks()
