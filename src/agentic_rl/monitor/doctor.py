@@ -10,7 +10,7 @@ Each check returns a :class:`Diagnosis` (what fired, the evidence, the remedies)
 ``late_degradation``   held-out success fell ≥ 0.1 below its peak while train reward kept its level
 ``env_failures``       env errors/timeouts ≥ 5 % of episodes, or parse / invalid / tool errors ≥ 25 % of turns
 ``entropy_collapse``   ``policy/entropy`` fell under 10 % of its start (or under 0.02)
-``kl_blowup``          ``policy/kl`` over the limit (config ``guard.kl_limit``, else 1.0) or ×10 its early level
+``kl_blowup``          ``policy/kl`` over the limit (config ``guards.kl_limit``, else 1.0) or ×10 its early level
 ``numerical``          non-finite metrics (logged as null) or guard trips in ``events.jsonl``
 =====================  ==========================================================================
 
