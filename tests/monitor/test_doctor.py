@@ -59,6 +59,11 @@ def test_degradation_points_at_the_best_checkpoint(tmp_path):
     assert "checkpoints/best exists" in text
 
 
+def test_degradation_is_found_from_eval_jsonl_alone(tmp_path):
+    run = make_run(tmp_path / "deg", heldout_metric=False, **PATHOLOGIES["late_degradation"])
+    assert diagnose(run).names() == ["late_degradation"]
+
+
 def test_half_written_run_is_diagnosed_and_says_what_is_missing(tmp_path):
     run = make_run(tmp_path / "killed", evals=False, kl=lambda i: 0.01 if i < 12 else 4.0)
     (run / "config.yaml").unlink()

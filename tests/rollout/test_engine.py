@@ -6,6 +6,7 @@ from agentic_rl.rollout import Engine, SamplingParams
 
 
 def _run_turn(engine, prompt, params):
+    engine.prepare(seed=3)
     seq = engine.open(prompt)[0]
     engine.generate(seq, [], params)
     outputs = []
@@ -22,13 +23,13 @@ def test_engine_satisfies_the_protocol(engine):
 def test_turn_ends_at_a_stop_string_or_the_token_limit(engine):
     fmt = engine.format
     prompt = fmt.prompt_ids("S", "Say something.")
-    free = _run_turn(engine, prompt, SamplingParams(greedy=True, max_new_tokens=6, stop=()))
+    free = _run_turn(engine, prompt, SamplingParams(max_new_tokens=6, stop=()))
     assert free.finish_reason == "length" and len(free.token_ids) == 6
     texts = [fmt.decode(free.token_ids[:k]) for k in range(7)]
     k = next(k for k in range(2, 7) if fmt.decode(free.token_ids[k - 1:k]).strip()
              and fmt.decode(free.token_ids[k - 1:k]) not in texts[k - 1])
     stop = fmt.decode(free.token_ids[k - 1:k])
-    stopped = _run_turn(engine, prompt, SamplingParams(greedy=True, max_new_tokens=6, stop=(stop,)))
+    stopped = _run_turn(engine, prompt, SamplingParams(max_new_tokens=6, stop=(stop,)))
     assert stopped.finish_reason == "stop" and stopped.token_ids == free.token_ids[:k]
     assert stopped.logprobs == free.logprobs[:k]
 
