@@ -3,7 +3,7 @@
 A config file (see ``configs/*.yaml``) has one mapping per section; every field has a default::
 
     extends: demo.yaml          # optional: start from another file (path relative to this one)
-    model:   {name: smollm2-135m, lora: false, trainable_layers: 4}
+    model:   {model_name: smollm2-135m, lora: false, trainable_layers: 4}
     env:     {env_id: tool-use-v0, max_turns: 4}
     rollout: {group_size: 8, tasks_per_iteration: 4, temperature: 1.0, temperature_final: 0.7}
     algo:    {advantage: grpo, loss: ppo_clip, clip_high: 0.28}
@@ -38,11 +38,11 @@ class ConfigRiskWarning(UserWarning):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
 
 
 class ModelConfig(_Section):
-    name: str = Field("smollm2-135m", description="embedded model name, local HF directory or hub id")
+    model_name: str = Field("smollm2-135m", description="embedded model name, local HF directory or hub id")
     lora: bool = Field(False, description="train a LoRA adapter instead of the weights")
     lora_rank: int = Field(16, ge=1)
     lora_alpha: int = Field(32, ge=1)

@@ -171,9 +171,8 @@ def test_invasive_checker_when_available(sandbox):
     checker = pytest.importorskip("agentic_rl.env.checker")
     if not hasattr(checker, "check_env"):
         pytest.skip("agentic_rl.env.checker.check_env not available yet")
-    env = CodeRepairEnv(sandbox=sandbox)
-    checker.check_env(env)
-    env.close()
+    report = checker.check_env(CodeRepairEnv(sandbox=sandbox))
+    assert report.ok, report.format()
 
 
 def test_expert_repairs_sampled_test_split_tasks(sandbox, he_test_sample):
@@ -234,3 +233,15 @@ def test_bad_tasks_are_rejected_at_load_with_id_and_reason(sandbox, tmp_path, mo
         load_task_file(path, sandbox)
     message = str(excinfo.value)
     assert f"{path}:2" in message and "'broken'" in message and reason in message
+
+
+@pytest.mark.slow
+def test_expert_repairs_the_whole_humaneval_test_split(sandbox):
+    """≥99 % of all HumanEval-derived test-split tasks (every level) repaired at skill 1.0."""
+    ids = [p.task_id for p in load_problems() if problem_split(p.task_id) == "test"]
+    tasks = humaneval_tasks(sandbox, problems=ids)
+    assert tasks.splits() == ["test"] and tasks.levels() == [0, 1, 2, 3] and len(tasks) >= 80
+    env = CodeRepairEnv(tasks, sandbox=sandbox)
+    results = [play_expert(env, t, skill=1.0, seed=i).success for i, t in enumerate(tasks)]
+    env.close()
+    assert sum(results) / len(results) >= 0.99

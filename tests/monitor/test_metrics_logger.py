@@ -94,6 +94,14 @@ def test_live_display_plain_mode_prints_progress_and_key_figures():
     assert "it 5/10" in lines[1] and lines[1].index("reward/mean") < lines[1].index("success/train")
 
 
+def test_live_display_rich_mode_shows_bar_stage_and_figures():
+    stream = io.StringIO()
+    with LiveDisplay(3, "rl", plain=False, stream=stream) as live:
+        live.update(2, {"reward/mean": 0.7}, stage="train")
+    final = stream.getvalue()
+    assert "rl · train" in final and "3/3" in final and "reward/mean" in final and "0.7" in final
+
+
 def test_trajectory_metrics_rates_and_terms():
     ok = episode("a", success=True)
     bad = episode("b", success=False, actions=["garbage", "garbage", "<answer>1</answer>"], error="parse_error")
@@ -110,3 +118,38 @@ def test_trajectory_metrics_rates_and_terms():
     assert m["actions/invalid"] == pytest.approx(3 / 6)
     assert sum(v for k, v in m.items() if k.startswith("actions/")) == pytest.approx(1.0)
     assert trajectory_metrics([]) == {}
+
+
+def test_wandb_and_mlflow_sinks_receive_metrics_with_the_iteration_as_step(tmp_path, monkeypatch):
+    """The packages are optional; stand-ins record what the logger sends to them."""
+    import sys
+    import types
+
+    calls: list[tuple] = []
+
+    class FakeRun:
+        summary: dict = {}
+
+        def log(self, data, step):
+            calls.append(("wandb.log", dict(data), step))
+
+        def finish(self):
+            calls.append(("wandb.finish",))
+
+    wandb = types.SimpleNamespace(init=lambda **kw: calls.append(("wandb.init", kw)) or FakeRun(),
+                                  Histogram=lambda values: ("hist", len(values)))
+    mlflow = types.SimpleNamespace(
+        set_tracking_uri=lambda uri: calls.append(("mlflow.uri", uri)), set_experiment=lambda name: None,
+        start_run=lambda run_name: calls.append(("mlflow.start", run_name)), log_params=lambda p: None,
+        log_metrics=lambda m, step: calls.append(("mlflow.log", dict(m), step)), log_text=lambda *a: None,
+        end_run=lambda: calls.append(("mlflow.end",)))
+    monkeypatch.setitem(sys.modules, "wandb", wandb)
+    monkeypatch.setitem(sys.modules, "mlflow", mlflow)
+    with MetricsLogger(tmp_path / "run", tensorboard=False, wandb={"project": "p", "mode": "offline"},
+                       mlflow={"tracking_uri": "file:///tmp/x"}, config={"train": {"lr": 1e-5}}) as log:
+        log.log(4, {"reward/mean": 0.5, "note": "text is not a metric"})
+    assert ("wandb.log", {"reward/mean": 0.5}, 4) in calls
+    assert ("mlflow.log", {"reward/mean": 0.5}, 4) in calls
+    init = next(c for c in calls if c[0] == "wandb.init")[1]
+    assert init["project"] == "p" and init["config"] == {"train": {"lr": 1e-5}}
+    assert ("wandb.finish",) in calls and ("mlflow.end",) in calls

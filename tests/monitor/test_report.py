@@ -25,7 +25,8 @@ def _hacky_run(path: Path) -> Path:
     return make_run(path, trajectories=lambda i: [episode(f"h{i}", success=False, actions=bad),
                                                   episode(f"ok{i}", success=True),
                                                   episode(f"loop{i}", success=False, actions=["<action>ls</action>"] * 4,
-                                                          termination="truncated")])
+                                                          termination="truncated")],
+                    extra=lambda i: {"audit/flagged_rate": 1 / 3, "audit/conftest": 1 / 3})
 
 
 def test_report_is_self_contained_and_has_every_section(tmp_path):
@@ -37,6 +38,7 @@ def test_report_is_self_contained_and_has_every_section(tmp_path):
                   "Response length", "Action distribution", "Curriculum level"):
         assert title in page
     assert page.count("<svg") >= 10
+    assert "Reward-hacking audit (share of episodes)" in page  # the trainer's audit/* metrics are plotted
     assert not re.search(r"(src|href)=['\"]?(https?:)?//", page), "the report must not load anything from the network"
     assert "<script" not in page
     assert "conftest" in page and "loop" in page  # the audit flag and the failure category

@@ -1,5 +1,6 @@
 """HumanEval loading, test conversion coverage, mutants and the by-problem split."""
 
+from agentic_rl.tasks.code_tests import evaluate_predicate, predicate_namespace
 from agentic_rl.tasks.humaneval import (
     LEVELS,
     candidate_mutants,
@@ -8,7 +9,6 @@ from agentic_rl.tasks.humaneval import (
     problem_split,
     visible_test_ids,
 )
-from agentic_rl.tasks.code_tests import evaluate_predicate, predicate_namespace
 
 
 def test_all_164_problems_load_from_the_package():

@@ -23,4 +23,4 @@ def test_success_rises_from_chance_to_90_percent(letter_run, tmp_path, advantage
     evals = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
     assert evals[-1]["success_rate"] >= 0.9 and result.best_success >= 0.9
     if advantage == "gae":
-        assert "loss/value" in rows[-1] or "loss/value" in rows[-4]
+        assert any("loss/value" in r for r in rows), "the critic was never trained"

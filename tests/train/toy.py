@@ -51,7 +51,7 @@ def _sample(model: Any, prompt_ids: list[int], n: int, *, temperature: float, gr
     out_lp: list[list[float]] = [[] for _ in range(n)]
     alive = [True] * n
     for _ in range(max_new_tokens):
-        logits = model(input_ids=ids).logits[:, -1].float() / temperature
+        logits = model(input_ids=ids, logits_to_keep=1).logits[:, -1].float() / temperature
         logp = torch.log_softmax(logits, -1)
         nxt = logp.argmax(-1) if greedy else torch.multinomial(logp.exp(), 1).squeeze(-1)
         for i in range(n):

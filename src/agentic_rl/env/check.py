@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 import traceback
 import warnings
@@ -90,12 +91,13 @@ class CheckReport:
 
 def check_env(env_or_id: Any, n_random_actions: int = 1000, seed: int = 0, *,
               env_kwargs: dict[str, Any] | None = None, gymnasium_check: bool = True,
-              raise_on_failure: bool = False) -> CheckReport:
+              raise_on_failure: bool = False, check_timeout_s: float = 600.0) -> CheckReport:
     """Run every check on an env instance or a registered id; see the module docstring.
 
     With an id, fresh instances are built (``make(id, passive_check=False, **env_kwargs)``) so that
     determinism is also checked across instances; with an instance, only that instance is used (it is
-    reset many times, and closed at the end). Returns the report; with ``raise_on_failure`` a failed
+    reset many times, and closed at the end). A check still running after ``check_timeout_s`` fails
+    (the env hangs) and the later checks are skipped. Returns the report; with ``raise_on_failure`` a failed
     report raises :class:`EnvCheckError` carrying the formatted report.
     """
     build = _builder(env_or_id, env_kwargs)
@@ -108,19 +110,22 @@ def check_env(env_or_id: Any, n_random_actions: int = 1000, seed: int = 0, *,
         report.results.append(CheckResult("build", False, _exc_text(exc)))
         report.seconds = time.perf_counter() - start
         return _finish(report, raise_on_failure)
-    checks: list[tuple[str, Callable[[], list[str] | None]]] = [
+    checks: list[tuple[str, Callable[[], Any]]] = [
         ("spaces", lambda: _check_spaces(env)),
         ("reset", lambda: _check_reset(env, seed)),
         ("action_type", lambda: _check_action_type(env, seed)),
         ("determinism", lambda: _check_determinism(env, build, seed)),
         ("reset_clean", lambda: _check_reset_clean(env, seed)),
+        ("garbage_actions", lambda: _fuzz(env, n_random_actions, seed, report)),
     ]
-    for check_name, fn in checks:
-        report.results.append(_run(check_name, fn))
-    report.results += _fuzz(env, n_random_actions, seed, report)
     if gymnasium_check:
-        report.results.append(_run("gymnasium", lambda: _check_gymnasium(build, env)))
-    report.results.append(_run("close", lambda: _check_close(env)))
+        checks.append(("gymnasium", lambda: _check_gymnasium(build, env)))
+    checks.append(("close", lambda: _check_close(env)))
+    for check_name, fn in checks:
+        results, finished = _run(check_name, fn, check_timeout_s)
+        report.results += results
+        if not finished:
+            break  # the env is stuck inside a call; nothing more can be asked of it
     report.seconds = time.perf_counter() - start
     return _finish(report, raise_on_failure)
 
@@ -144,14 +149,32 @@ def _builder(env_or_id: Any, env_kwargs: dict[str, Any] | None) -> Callable[[], 
     return None
 
 
-def _run(name: str, fn: Callable[[], list[str] | None]) -> CheckResult:
-    try:
-        notes = fn() or []
-    except CheckFailed as exc:
-        return CheckResult(name, False, str(exc))
-    except Exception as exc:  # noqa: BLE001 - an env raising inside a check fails that check
-        return CheckResult(name, False, _exc_text(exc))
-    return CheckResult(name, True, notes=notes)
+def _run(name: str, fn: Callable[[], Any], timeout_s: float) -> tuple[list[CheckResult], bool]:
+    """Run one check in a daemon thread (so a hanging env fails the check instead of hanging the
+    checker). ``fn`` returns notes, or a list of CheckResults (the fuzzing). Returns (results, finished)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"check-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        return [CheckResult(name, False, f"did not finish within {timeout_s:g} s (an env call hangs?); "
+                                         "the remaining checks were skipped")], False
+    error = box.get("error")
+    if isinstance(error, CheckFailed):
+        return [CheckResult(name, False, str(error))], True
+    if error is not None:
+        return [CheckResult(name, False, _exc_text(error))], True
+    value = box.get("value") or []
+    if value and isinstance(value[0], CheckResult):
+        return value, True
+    return [CheckResult(name, True, notes=value)], True
 
 
 def _exc_text(exc: BaseException) -> str:

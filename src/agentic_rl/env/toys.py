@@ -106,17 +106,20 @@ class BusyEnv(Env):
 class FaultyEnv(ReverseEnv):
     """A ReverseEnv that fails on purpose: ``fault`` is ``"raise"``, ``"hang"`` (sleep ``hang_s``),
     ``"spin"`` (a busy loop for ``hang_s``) or ``"exit"`` (``os._exit``), on ``on`` = ``"step"`` or
-    ``"reset"``, after ``after`` successful calls of that kind."""
+    ``"reset"``, after ``after`` successful calls of that kind — and, with ``only_seed``, only in
+    episodes reset with that seed (so one slot of a pool fails while the others go on)."""
 
     def __init__(self, *, fault: str = "raise", on: str = "step", after: int = 0, hang_s: float = 3600.0,
-                 **kwargs: Any):
+                 only_seed: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         if fault not in ("raise", "hang", "spin", "exit") or on not in ("step", "reset"):
             raise ValueError(f"bad fault spec: fault={fault!r}, on={on!r}")
-        self.fault, self.on, self.after, self.hang_s = fault, on, after, hang_s
+        self.fault, self.on, self.after, self.hang_s, self.only_seed = fault, on, after, hang_s, only_seed
         self.calls = 0
+        self.episode_seed: int | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        self.episode_seed = seed
         self._maybe_fail("reset")
         return super().reset(seed=seed, options=options)
 
@@ -125,7 +128,7 @@ class FaultyEnv(ReverseEnv):
         return super().step(action)
 
     def _maybe_fail(self, kind: str) -> None:
-        if kind != self.on:
+        if kind != self.on or (self.only_seed is not None and self.episode_seed != self.only_seed):
             return
         self.calls += 1
         if self.calls <= self.after:

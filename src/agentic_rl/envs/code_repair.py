@@ -36,7 +36,14 @@ from typing import Any, ClassVar
 from agentic_rl.agent.actions import Action, answer, tool_call
 from agentic_rl.env.core import Env
 from agentic_rl.envs import code_repair_tasks as repair_tasks
-from agentic_rl.envs.code_grading import MODULE_FILE, GradeReport, TestResult, compile_error, grade, visible_args
+from agentic_rl.envs.code_grading import (
+    MODULE_FILE,
+    GradeReport,
+    TestResult,
+    compile_error,
+    grade,
+    visible_args,
+)
 from agentic_rl.rewards import (
     code_hack_flags,
     code_repair_reward,

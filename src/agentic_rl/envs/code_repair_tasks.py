@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,7 +67,7 @@ def _cached(path: Path, build: Callable[[], TaskSet], name: str) -> TaskSet:
             log.warning("ignoring unreadable task cache %s: %s", path, exc)
     tasks = build()
     tasks.name = name
-    tmp = path.with_name(f"{path.name}.{os.getpid()}")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")  # concurrent builders
     tasks.save(tmp)
     tmp.replace(path)
     return tasks

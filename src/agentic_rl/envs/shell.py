@@ -51,6 +51,22 @@ def _validate(task: Task) -> None:
         raise TaskFileError(f"task {task.id!r}: 'data.seed' must be an integer, got {data.get('seed')!r}")
 
 
+MAX_COMMAND_CHARS = 10_000
+
+
+def _unrunnable(cmd: str) -> str:
+    """Why a command cannot be handed to a shell at all ("" when it can); checked before any sandbox."""
+    if len(cmd) > MAX_COMMAND_CHARS:
+        return f"the command is longer than {MAX_COMMAND_CHARS} characters"
+    if "\x00" in cmd:
+        return "the command contains a NUL byte"
+    try:
+        cmd.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the command contains characters that cannot be encoded (lone surrogates)"
+    return ""
+
+
 class ShellEnv(Env):
     """Shell tasks on a generated tree in a sandbox (see the module docstring)."""
 
@@ -117,6 +133,9 @@ class ShellEnv(Env):
             return self._invalid("the episode is over; call reset()", "invalid_action")
         if action.kind == "answer":
             return self._finish(action.text, truncated=False)
+        problem = _unrunnable(action.text)
+        if problem:
+            return self._invalid(problem, "invalid_action")
         result = self._session.run(action.text, limits=self.limits)
         self.commands_run += 1
         terms = step_cost(self.step_cost) or {"step_cost": 0.0}

@@ -105,7 +105,7 @@ class WorkflowEnv(Env):
     def system_prompt(self) -> str:
         tools = "; ".join(f"{self.tool_names[t]}({', '.join(args)})" for t, args in TOOL_ARGS.items())
         return (f"Tools: {tools}.\nCall a tool: <tool>{{\"name\": ..., \"arguments\": {{...}}}}</tool>\n"
-                "When the work is done: <answer>done</answer>")
+                "Finish: <answer>done</answer>")
 
     def _reset(self, task: Task | None) -> tuple[str, dict]:
         assert task is not None

@@ -162,16 +162,23 @@ def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float =
     pools = {"test": (firsts[:12], goods[:18]), "train": (firsts[12:], goods[18:])}
     n_test = round(n_per_family * test_fraction)
     tasks: list[Task] = []
+    prompts: dict[str, set[str]] = {"train": set(), "test": set()}
     seen: set[str] = set()
     for family in families:
         for split, count in (("train", n_per_family - n_test), ("test", n_test)):
-            made = 0
+            made, attempts = 0, 0
             while made < count:
+                attempts += 1
+                if attempts > 100 * count + 100:
+                    raise RuntimeError(f"cannot generate {count} distinct {family} tasks for {split}")
                 data = {"family": family, **_make(family, rng, *pools[split])}
                 prompt = render_prompt(family, data["q"])
-                if prompt in seen:  # no instruction appears twice, in particular not in both splits
+                key = prompt + repr(data["world"])
+                other = prompts["test" if split == "train" else "train"]
+                if key in seen or prompt in other:  # no instruction is shared by train and test
                     continue
-                seen.add(prompt)
+                seen.add(key)
+                prompts[split].add(prompt)
                 tasks.append(Task(f"{family}-{split}-{made:03d}", prompt, data, LEVELS[family], split,
                                   "workflow-v0", (family,)))
                 made += 1

@@ -47,6 +47,10 @@ def _plots(run: RunData) -> str:
         line_chart({k: s(k) for k in ("loss/policy", "loss/value", "loss/total") if s(k)}, "Losses"),
         line_chart({k: s(k) for k in ("optim/grad_norm",) if s(k)}, "Gradient norm"),
     ]
+    audit_series = {k.split("/", 1)[1]: s(k) for k in run.metric_names()
+                    if k.startswith("audit/") and not k.endswith("_share") and s(k)}
+    if audit_series:
+        charts.append(line_chart(audit_series, "Reward-hacking audit (share of episodes)", y_range=(0.0, 1.0)))
     level_series = {k.split("/", 1)[1]: s(k) for k in run.metric_names() if k.startswith("success/level_")}
     if level_series:
         charts.append(line_chart(level_series, "Success per difficulty level", y_range=(0.0, 1.0)))
@@ -82,7 +86,7 @@ def _config_section(run: RunData) -> str:
     if run.config is None:
         return "<p class='muted'>no config.yaml</p>"
     text = yaml.safe_dump(run.config, sort_keys=False, default_flow_style=False)
-    return f"<pre>{html.escape(text)}</pre>"
+    return f"<pre class='full'>{html.escape(text)}</pre>"
 
 
 def _eval_section(run: RunData) -> str:

@@ -23,6 +23,7 @@ padding:12px 18px}h2{font-size:17px;margin:4px 0 10px}
 table{border-collapse:collapse;font-size:12.5px;margin:6px 0}th,td{border:1px solid #e0e0e0;padding:3px 7px;
 text-align:left;vertical-align:top}th{background:#f0f2f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:12px;max-height:260px;overflow:auto}
+pre.full{max-height:none}
 .note{color:#8a5a00;background:#fff7e0;border:1px solid #f0d79a;padding:6px 10px;border-radius:4px;margin:4px 0}
 .ok{color:#1b7a2f}.bad{color:#b3261e;font-weight:bold}.muted{color:#888}
 details{border:1px solid #e2e5ea;border-radius:4px;margin:6px 0;padding:4px 8px}summary{cursor:pointer}

@@ -82,7 +82,7 @@ def train_rl(config: Config | None = None, *, rollout_fn: RolloutFn | None = Non
 
     # -- setup: policy, critic, reference, optimizer, tasks, sampler, logger ------------------------
     if policy is None or resume_from is not None:
-        policy = build_policy(m.name, lora=m.lora, lora_rank=m.lora_rank, lora_alpha=m.lora_alpha,
+        policy = build_policy(m.model_name, lora=m.lora, lora_rank=m.lora_rank, lora_alpha=m.lora_alpha,
                               lora_dropout=m.lora_dropout, trainable_layers=m.trainable_layers, dtype=m.dtype,
                               device=m.device, checkpoint=resume_from)
     model, device, pad_id = policy.model, policy.device, policy.tokenizer.pad_token_id or 0
@@ -90,7 +90,7 @@ def train_rl(config: Config | None = None, *, rollout_fn: RolloutFn | None = Non
     value_head = ValueHead(hidden_size(model)).to(device) if a.advantage == "gae" else None
     reference = None
     if a.kl_coef > 0 or g.kl_limit is not None:
-        reference = build_reference(policy, m.name, resumed=resume_from is not None, dtype=m.dtype, device=m.device)
+        reference = build_reference(policy, m.model_name, resumed=resume_from is not None, dtype=m.dtype, device=m.device)
     params = [p for p in model.parameters() if p.requires_grad]
     params += list(value_head.parameters()) if value_head is not None else []
     optimizer = build_optimizer(params, lr=t.lr, weight_decay=t.weight_decay)

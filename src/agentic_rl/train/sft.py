@@ -150,7 +150,7 @@ def train_sft(config: Config | None = None, *, policy: Any = None, conversations
     m, e, s, t = cfg.model, cfg.env, cfg.sft, cfg.train
     seed_everything(t.seed)
     if policy is None:
-        policy = build_policy(m.name, lora=m.lora, lora_rank=m.lora_rank, lora_alpha=m.lora_alpha,
+        policy = build_policy(m.model_name, lora=m.lora, lora_rank=m.lora_rank, lora_alpha=m.lora_alpha,
                               lora_dropout=m.lora_dropout, trainable_layers=m.trainable_layers, dtype=m.dtype,
                               device=m.device)
     model, device, pad_id = policy.model, policy.device, policy.tokenizer.pad_token_id or 0
