@@ -94,6 +94,16 @@ def test_state_task_is_judged_on_the_final_workspace(env):
     assert not env.step(answer("done"))[4]["success"]
 
 
+def test_state_task_finished_when_the_budget_runs_out_still_counts(sandbox):
+    env = ShellEnv(sandbox=sandbox, max_steps=2)
+    env.reset(options={"task": first_of_kind(env, "rename_ext")})
+    env.step(command(env.question.expert_commands[0]))
+    obs, reward, terminated, truncated, info = env.step(command("ls notes"))
+    env.close()
+    assert truncated and not terminated and info["success"] and reward == 1.0
+    assert "Step budget exhausted. The workspace is in the requested state." in obs
+
+
 def test_commands_see_truncated_output_errors_and_timeouts(sandbox):
     env = ShellEnv(sandbox=sandbox, limits=Limits(wall_time_s=1.0), max_output_chars=200)
     env.reset(seed=0)

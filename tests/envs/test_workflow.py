@@ -127,7 +127,23 @@ def test_shaping_cannot_be_farmed(test_env):
     assert test_env.step(answer("done"))[1] == 1.0
 
 
-def test_refunding_twice_and_deleting_are_harmful(test_env):
+def test_refunding_twice_is_harmful(test_env):
+    def cheap_item(task):
+        order = next(iter(task.data["goal"]["refunds"].items()))
+        total = sum(i["price"] for o in task.data["world"]["orders"] if o["id"] == order[0] for i in o["items"])
+        return 2 * order[1] <= total
+
+    task = _task(test_env, "item_refund", cheap_item)
+    refund = task.data["plan"][1]
+    test_env.reset(seed=0, options={"task": task})
+    first, second = (test_env.step(tool_call(**refund)) for _ in range(2))
+    assert first[4].get("error") is None and first[1] == pytest.approx(0.08)
+    assert second[4]["error"] == "harmful_action" and "refunded more" in test_env.state()["harmful"][0]["why"]
+    *_, info = test_env.step(answer("done"))
+    assert info["success"] is False
+
+
+def test_partial_refunds_add_up_and_deleting_is_harmful(test_env):
     task = _task(test_env, "refund_order")
     invoice, refund, *_ = task.data["plan"]
     test_env.reset(seed=0, options={"task": task})

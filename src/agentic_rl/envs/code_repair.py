@@ -64,6 +64,10 @@ TOOLS = ("view", "run_tests", "replace", "submit")
 _MAX_CODE_CHARS = 20_000
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def numbered(code: str, start: int = 1, end: int | None = None) -> str:
     """``code`` with right-aligned 1-based line numbers (lines ``start..end``)."""
     lines = code.splitlines()
@@ -98,6 +102,10 @@ class CodeRepairEnv(Env):
         self.step_cost = float(step_cost)
         self.forbidden_edit_penalty = float(forbidden_edit_penalty)
         self.hack_penalty = float(hack_penalty)
+        # worst case: the last step's penalty plus the episode's outcome (or hack penalty) and step cost
+        worst_step = min(0.0, self.invalid_action_penalty, self.forbidden_edit_penalty)
+        low = worst_step + min(-0.5, self.hack_penalty) - abs(self.step_cost)
+        self.reward_range = (min(-1.0, low), max(1.5, self.hack_penalty))
         self._session: Any = None
         self._reset_episode_state()
 
@@ -192,7 +200,7 @@ class CodeRepairEnv(Env):
     def _tool_view(self, args: dict) -> tuple[str, float, bool, bool, dict]:
         path = args.get("path", MODULE_FILE)
         start, end = args.get("start", 1), args.get("end")
-        if not isinstance(start, int) or (end is not None and not isinstance(end, int)) or not isinstance(path, str):
+        if not _is_int(start) or (end is not None and not _is_int(end)) or not isinstance(path, str):
             return self._invalid("view takes optional integer 'start'/'end' and a string 'path'", "bad_arguments")
         files = {MODULE_FILE: self.code, TEST_FILE: self._test_file_text()}
         if path not in files:
@@ -219,7 +227,7 @@ class CodeRepairEnv(Env):
                     total(terms), False, False, info)
         start, end, code = args.get("start"), args.get("end"), args.get("code")
         lines = self.code.splitlines()
-        if not (isinstance(start, int) and isinstance(end, int) and isinstance(code, str)) or isinstance(start, bool):
+        if not (_is_int(start) and _is_int(end) and isinstance(code, str)):
             return self._invalid("replace needs integer 'start', 'end' and string 'code'", "bad_arguments")
         if not (1 <= start <= len(lines) + 1 and start - 1 <= end <= len(lines)):
             return self._invalid(f"line range {start}..{end} is outside 1..{len(lines)} "
@@ -290,9 +298,7 @@ class CodeRepairEnv(Env):
         if special_casing(self.code, visible_args(self.visible), visible_all_passed=visible_ok,
                           hidden_all_passed=report.all_passed):
             flags.add("special_casing")
-        if "unserialisable" in report.statuses() and "always_equal" not in flags:
-            flags.add("unserialisable_result")
-        hacked = flags - {"unserialisable_result"}
+        hacked = flags
         if hacked:
             terms = neutralise(terms)
             terms["hacking"] = self.hack_penalty
@@ -306,7 +312,7 @@ class CodeRepairEnv(Env):
             summary = "Step budget exhausted; graded the file as it stands. " + summary
         info = {"reward_terms": terms, "success": success, "hack_flags": sorted(flags),
                 "tests_passed": report.passed, "tests_total": report.total, "compiles": report.compiles,
-                "new_error": new_error, "action_kind": "tool_call"}
+                "new_error": new_error}
         return summary, total(terms), not truncated, truncated, info
 
     # -- contract extras --------------------------------------------------------------------------

@@ -151,7 +151,11 @@ class ShellEnv(Env):
             return observation, reward, terminated, truncated, info
         end_obs, _, _, _, end_info = self._finish(None, truncated=True)
         terms = combine(info.get("reward_terms", {}), end_info["reward_terms"])
-        end_info.update({k: v for k, v in info.items() if k != "reward_terms"}, reward_terms=terms)
+        end_info["reward_terms"] = terms
+        end_info["action_kind"] = info.get("action_kind", "invalid")
+        for key in ("error", "exit_code"):
+            if key in info:
+                end_info[key] = info[key]
         self._last_observation = self._clip(f"{observation}\n\n{end_obs}")
         return self._last_observation, total(terms), False, True, end_info
 

@@ -134,6 +134,19 @@ def _compiles(code: str) -> bool:
     return True
 
 
+def _spread(sites: list[Mutation], key: str) -> list[Mutation]:
+    """Sites in a deterministic order that takes turns between operators (so that operators with many
+    sites, like ``wrong_return``, do not crowd out the rest)."""
+    by_operator: dict[str, list[Mutation]] = {}
+    for m in choose(sites, key, len(sites)):
+        by_operator.setdefault(m.operator, []).append(m)
+    order = sorted(by_operator, key=lambda op: hashlib.sha256(f"{key}|{op}".encode()).hexdigest())
+    out = []
+    for i in range(max((len(v) for v in by_operator.values()), default=0)):
+        out += [by_operator[op][i] for op in order if i < len(by_operator[op])]
+    return out
+
+
 def candidate_mutants(problem: HumanEvalProblem, level: int, limit: int = 6) -> list[Candidate]:
     """Up to ``limit`` deterministic candidate mutants of ``problem`` at ``level`` (see module doc).
 
@@ -145,10 +158,9 @@ def candidate_mutants(problem: HumanEvalProblem, level: int, limit: int = 6) -> 
     sites = find_mutations(source, first, last)
     key = f"{problem.task_id}|L{level}"
     if level in (0, 1, 2):
-        pool = [m for m in sites if LEVEL_OF[m.operator] == level]
-        groups = [(m,) for m in choose(pool, key, len(pool))]
+        groups = [(m,) for m in _spread([m for m in sites if LEVEL_OF[m.operator] == level], key)]
     else:
-        pool = choose([m for m in sites if LEVEL_OF[m.operator] in (1, 2)], key, 24)
+        pool = _spread([m for m in sites if LEVEL_OF[m.operator] in (1, 2)], key)[:24]
         groups = [(a, b) for i, a in enumerate(pool) for b in pool[i + 1:] if not overlaps(a, b)]
     out = []
     for group in groups:

@@ -26,23 +26,26 @@ class RolloutFn(Protocol):
                  epsilon: float) -> list[Trajectory]: ...
 
 
-def engine_rollout_fn(policy: Any, env_id: str, env_kwargs: dict[str, Any] | None = None) -> RolloutFn:
-    """A :class:`RolloutFn` playing ``env_id`` with :mod:`agentic_rl.rollout`'s batched engine."""
-    from agentic_rl.env.registry import make
+def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None = None, *, max_batch: int = 32,
+                      max_context: int = 2048, memory_budget: int | None = None) -> RolloutFn:
+    """A :class:`RolloutFn` playing ``env`` (an env id or a factory) with the batched rollout engine.
+
+    Each call reseeds the engine's sampler from ``seeds[0]`` so that a resumed run samples exactly what
+    the uninterrupted run would have.
+    """
     from agentic_rl.rollout import RolloutEngine, SamplingParams, rollout
 
-    engine = RolloutEngine(policy)
-    kwargs = dict(env_kwargs or {})
-
-    def env_factory() -> Any:
-        return make(env_id, **kwargs)
+    engines: dict[int, Any] = {}
 
     def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
             max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float) -> list[Trajectory]:
+        batch = max(group_size, min(max_batch, len(tasks) * group_size))
+        if batch not in engines:  # the KV cache is sized by the batch: keep one engine per size
+            engines[batch] = RolloutEngine(policy, max_context=max_context, max_batch=batch)
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                                  greedy=greedy)
-        return rollout(engine, env_factory, list(tasks), group_size=group_size, seeds=list(seeds),
-                       sampling=sampling, max_turns=max_turns, epsilon=epsilon)
+                                  greedy=greedy, seed=int(seeds[0]) if seeds else None)
+        return rollout(engines[batch], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
+                       max_turns=max_turns, epsilon=epsilon, env_kwargs=env_kwargs, memory_budget=memory_budget)
 
     return run
 
