@@ -8,10 +8,15 @@ import pytest
 from pool_helpers import check_episodes_run, check_failure_isolated, check_task_option, drain
 
 from agentic_rl.env.pool import EnvPool
-from agentic_rl.env.registry import register
+from agentic_rl.env.registry import register, unregister
 from agentic_rl.env.toys import ReverseEnv
 
-register("pool-reverse-v0", ReverseEnv, "reverse env registered at run time", override=True)
+
+@pytest.fixture(scope="module", autouse=True)
+def runtime_id():
+    register("pool-reverse-v0", ReverseEnv, "reverse env registered at run time")
+    yield "pool-reverse-v0"
+    unregister("pool-reverse-v0")
 
 
 @pytest.mark.parametrize("backend", ["thread", "process"])

@@ -52,7 +52,8 @@ def test_reset_shows_the_numbered_file_and_visible_tests(env):
 
 def test_unedited_buggy_code_scores_what_the_formula_says(env, sandbox, he_test_sample):
     for task in [env.tasks.get("starter-fizzbuzz"), *list(he_test_sample)[:4]]:
-        env.reset(options={"task": task})
+        obs, _ = env.reset(options={"task": task})
+        assert f"assert {task.data['entry_point']}(" in obs and "candidate" not in obs
         _, reward, terminated, truncated, info = env.step(SUBMIT)
         report = grade_task_code(sandbox, task, task.data["buggy_code"])  # a real sandboxed run
         assert terminated and not truncated and info["success"] is False
@@ -212,7 +213,7 @@ def test_user_task_file_with_check_source(sandbox, tmp_path, monkeypatch):
                                         solution="def double(x):\n    return 2 * x\n", visible_tests=["t1"])])
     env = CodeRepairEnv(str(path), sandbox=sandbox)
     obs, _ = env.reset()
-    assert "assert candidate(-1) == -2" in obs and "candidate(2) == 4" not in obs
+    assert "assert double(-1) == -2" in obs and "double(2) == 4" not in obs
     assert play_expert(env, seed=0).success
     env.close()
 

@@ -46,7 +46,7 @@ HACKS = {
     ],
     "read_hidden_tests": [
         "import inspect\n\ndef average(xs):\n    return inspect.stack()[1].frame.f_locals.get('expected', 0)\n",
-        "import os\n\ndef average(xs):\n    for root, _, files in os.walk('/'):\n        pass\n    return 0\n",
+        "import os\n\ndef average(xs):\n    for root, _, files in os.walk('/'):\n        break\n    return 0\n",
     ],
 }
 

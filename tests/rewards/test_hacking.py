@@ -50,6 +50,11 @@ def test_no_flag_on_canonical_humaneval_solutions():
     assert {k: v for k, v in flagged.items() if v} == {}
 
 
+def test_ordinary_strings_are_not_flagged():
+    code = "def f(s):\n    return s.replace('hidden', 'shown') + ' tests: ' + 'depth'\n"
+    assert code_hack_flags(code) == []
+
+
 def test_unparseable_code_has_no_static_flags():
     assert code_hack_flags("def f(:\n") == []
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from toy import letter_tasks, make_rollout_fn  # noqa: E402
 
-from agentic_rl.config import ConfigRiskWarning  # noqa: E402
+HERE = Path(__file__).parent
 
-# the tests use a deliberately high learning rate on a tiny random model
-warnings.filterwarnings("ignore", category=ConfigRiskWarning)
+
+def pytest_collection_modifyitems(config, items):
+    # the trainer tests use a deliberately high learning rate and one-turn episodes on a tiny random model
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(HERE):
+            item.add_marker(pytest.mark.filterwarnings("ignore::agentic_rl.config.ConfigRiskWarning"))
 
 #: settings shared by trainer tests: one sampled token per episode, a fast tiny run
 FAST = dict(max_new_tokens=1, group_size=8, tasks_per_iteration=4, max_turns=1, eval_tasks=8,

@@ -281,13 +281,13 @@ def _where_differs(x: Any, y: Any, path: str) -> str:
             if x[key] != y[key]:
                 return _where_differs(x[key], y[key], f"{path}[{key!r}]")
     if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
-        for i, (a, b) in enumerate(zip(x, y)):
+        for i, (a, b) in enumerate(zip(x, y, strict=False)):
             if a != b:
                 return _where_differs(a, b, f"{path}[{i}]")
         if len(x) != len(y):
             return f"{path} has {len(x)} vs {len(y)} items"
     if isinstance(x, str) and isinstance(y, str):
-        at = next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), min(len(x), len(y)))
+        at = next((i for i, (a, b) in enumerate(zip(x, y, strict=False)) if a != b), min(len(x), len(y)))
         return f"{path} differs at char {at}: {x[max(0, at - 30):at + 50]!r} vs {y[max(0, at - 30):at + 50]!r}"
     return f"{path}: {str(x)[:120]!r} vs {str(y)[:120]!r}"
 
@@ -295,9 +295,9 @@ def _where_differs(x: Any, y: Any, path: str) -> str:
 def _first_difference(a: list, b: list) -> str | None:
     labels = {"reset": ("observation", "info"), "step": ("action", "observation", "reward", "terminated",
                                                         "truncated", "info"), "state": ("state",)}
-    for i, (row_a, row_b) in enumerate(zip(a, b)):
+    for i, (row_a, row_b) in enumerate(zip(a, b, strict=False)):
         if row_a != row_b:
-            for label, x, y in zip(labels[row_a[0]], row_a[1:], row_b[1:]):
+            for label, x, y in zip(labels[row_a[0]], row_a[1:], row_b[1:], strict=False):
                 if x != y:
                     return f"row {i} ({row_a[0]}): " + _where_differs(x, y, label)
     if len(a) != len(b):
@@ -330,7 +330,7 @@ def _check_reset_clean(env: Any, seed: int) -> None:
     _play(env, seed + 1, None, n_steps=10)
     observation, info = env.reset(seed=seed)
     again = (observation, _public(info), env.state())
-    for label, x, y in zip(("observation", "info", "state"), start, again):
+    for label, x, y in zip(("observation", "info", "state"), start, again, strict=True):
         if x != y:
             raise CheckFailed(f"reset(seed={seed}) after an episode differs from the first reset "
                               f"(state leaks across episodes): {_where_differs(x, y, label)}")

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentic_rl.env.wrappers import StepResult, TextWrapper
 
-
 if TYPE_CHECKING:
     from agentic_rl.env.check import CheckReport
 

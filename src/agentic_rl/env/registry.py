@@ -93,6 +93,13 @@ def register(
     return spec
 
 
+def unregister(id: str) -> EnvSpec:
+    """Remove a registered id (e.g. one a test registered) and return its spec."""
+    env_spec = spec(id)
+    del _REGISTRY[id]
+    return env_spec
+
+
 def spec(id: str) -> EnvSpec:
     """The spec registered under ``id``; :class:`UnknownEnvError` (a KeyError) lists close matches."""
     _ensure_builtins()

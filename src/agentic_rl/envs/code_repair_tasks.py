@@ -33,7 +33,13 @@ from agentic_rl.envs.code_grading import GradeReport, grade
 from agentic_rl.models.hub import cache_dir
 from agentic_rl.sandbox import Limits
 from agentic_rl.tasks import code_tests, humaneval, mutations
-from agentic_rl.tasks.code_tests import TestConversionError, TestSpec, convert_asserts, convert_check
+from agentic_rl.tasks.code_tests import (
+    TestConversionError,
+    TestSpec,
+    convert_asserts,
+    convert_check,
+    with_display_name,
+)
 from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
 
 log = logging.getLogger(__name__)
@@ -91,7 +97,7 @@ def _convert_user_tests(raw: Any, entry_point: str, imports: list[str], where: s
         raise TaskFileError(f"{where}: tests do not run: {conversion.dropped[0]}")
     if not conversion.tests:
         raise TaskFileError(f"{where}: tests do not run: no assert calls {entry_point}()")
-    return conversion.tests, conversion.imports
+    return with_display_name(conversion.tests, "candidate", entry_point), conversion.imports
 
 
 def _visible_ids(raw: Any, tests: list[TestSpec], where: str) -> list[str]:

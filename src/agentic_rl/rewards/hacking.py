@@ -41,7 +41,7 @@ _SPY_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_f
 _WRITE_CALLS = {"os.remove", "os.unlink", "os.rename", "os.replace", "shutil.move", "shutil.rmtree",
                 "shutil.copy", "shutil.copyfile", "os.truncate"}
 _PATCH_TARGETS = {"builtins", "__builtins__", "AssertionError", "sys.modules"}
-_TEST_FILE = re.compile(r"(^|[/\\])(test_[\w.-]*\.py|[\w-]*_test\.py|tests?[/\\]|hidden)", re.I)
+_TEST_FILE = re.compile(r"(^|[/\\])(test_[\w.-]*\.py|[\w-]*_test\.py|tests?[/\\]|hidden[\w-]*(\.py|[/\\]))", re.I)
 
 
 def _dotted(node: ast.AST) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,13 @@ class Conversion:
     tests: list[TestSpec] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # "line N: reason"
+
+
+def with_display_name(tests: Iterable[TestSpec], param: str, name: str) -> list[TestSpec]:
+    """The tests with ``param`` (e.g. ``candidate``) written as ``name`` in their display ``source``
+    (what the agent reads); calls and predicates are unchanged."""
+    pattern = re.compile(rf"\b{re.escape(param)}\b")
+    return [TestSpec(t.id, t.calls, t.predicate, pattern.sub(name, t.source)) for t in tests]
 
 
 def predicate_namespace(imports: Iterable[str] = ()) -> dict[str, Any]:

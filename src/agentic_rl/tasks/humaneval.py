@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentic_rl.tasks.code_tests import Conversion, TestSpec, convert_check
+from agentic_rl.tasks.code_tests import Conversion, TestSpec, convert_check, with_display_name
 from agentic_rl.tasks.core import Task
 from agentic_rl.tasks.mutations import LEVEL_OF, Mutation, apply_mutations, choose, find_mutations, overlaps
 
@@ -195,7 +195,7 @@ def task_prompt(entry_point: str, level: int) -> str:
 def repair_task(problem: HumanEvalProblem, candidate: Candidate, conversion: Conversion, *,
                 baseline_compiles: bool, baseline_passed: list[str]) -> Task:
     """A validated mutant as a code-repair :class:`Task` (data format: see ``docs/envs/code_repair.md``)."""
-    tests = conversion.tests
+    tests = with_display_name(conversion.tests, "candidate", problem.entry_point)
     failing = [t.id for t in tests if t.id not in set(baseline_passed)]
     digest = hashlib.sha256(candidate.buggy_code.encode()).hexdigest()[:6]
     return Task(

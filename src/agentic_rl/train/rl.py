@@ -62,11 +62,12 @@ class RunResult:
     last_metrics: dict[str, float] = field(default_factory=dict)
 
 
-def train_rl(config: Config | None = None, *, rollout_fn: RolloutFn | None = None, policy: Any = None,
-             tasks: Any = None, sft_samples: list | None = None, resume: bool = False,
+def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = None, rollout_fn: RolloutFn | None = None,
+             policy: Any = None, tasks: Any = None, sft_samples: list | None = None, resume: bool = False,
              progress: ProgressFn | None = None, **fields: Any) -> RunResult:
     """Train a policy with RL; every config field can be passed flat (``lr=1e-5, advantage="gae"``).
 
+    ``env``: an env factory to play instead of the registered ``env_id`` (a custom env class);
     ``rollout_fn`` replaces the engine (see :mod:`agentic_rl.train.sampling`); ``policy`` a loaded
     :class:`~agentic_rl.models.policy.Policy` (e.g. after SFT); ``tasks`` a :class:`TaskSet` instead of
     the env's. ``sft_samples``: demonstration samples for ``sft_mix_coef``. ``resume`` continues from
@@ -103,7 +104,7 @@ def train_rl(config: Config | None = None, *, rollout_fn: RolloutFn | None = Non
                           promote_threshold=cur.promote_threshold, demote_threshold=cur.demote_threshold,
                           window=cur.curriculum_window, lower_level_mix=cur.lower_level_mix, seed=t.seed)
     replay = ReplayBuffer(t.replay_capacity, seed=t.seed)
-    rollout_fn = rollout_fn or engine_rollout_fn(policy, e.env_id, e.env_kwargs)
+    rollout_fn = rollout_fn or engine_rollout_fn(policy, env or e.env_id, e.env_kwargs)
     eval_tasks = list(heldout)[: cfg.eval.eval_tasks] if len(heldout) else list(train_tasks)[: cfg.eval.eval_tasks]
     loss_fn = policy_loss(a.loss)
     loss_kwargs = {"clip_low": a.clip_low, "clip_high": a.clip_high, "aggregation": a.aggregation,

@@ -126,6 +126,30 @@ def expert_conversations(env_id: str, env_kwargs: dict[str, Any], tasks: Sequenc
     return [conversation_from_trajectory(t) for t in trajs if t.turns]
 
 
+def _gather(sft_data: str, task_set: Any, *, env_id: str, env_kwargs: dict[str, Any], demos: int, skill: float,
+            seed: int, max_steps: int, train_split: str) -> list[Conversation]:
+    """The demonstrations ``sft_data`` names: expert episodes on training tasks, or a JSONL file."""
+    if sft_data != "expert":
+        return load_demonstrations(sft_data)
+    train_tasks = task_set.split(train_split)
+    if len(train_tasks) == 0:
+        raise ValueError(f"{task_set.name}: no tasks in split {train_split!r} to collect expert demonstrations on")
+    chosen = train_tasks.sample(demos, random.Random(seed))
+    return expert_conversations(env_id, env_kwargs, chosen, skill=skill, seed=seed, max_steps=max_steps)
+
+
+def _heldout_success(cfg: Config, task_set: Any, rollout_fn: RolloutFn, model: Any, log: Any) -> float:
+    """Held-out success of the tuned policy (logged to ``eval.jsonl``)."""
+    e, r = cfg.env, cfg.rollout
+    _, heldout = split_tasks(task_set, e.train_split, e.eval_split)
+    model.eval()
+    row, _ = evaluate_heldout(rollout_fn, list(heldout)[: cfg.eval.eval_tasks], seed=cfg.eval.eval_seed,
+                              greedy=cfg.eval.eval_greedy, temperature=r.temperature, top_p=r.top_p,
+                              max_new_tokens=r.max_new_tokens, max_turns=e.max_turns)
+    log.log_eval(cfg.sft.sft_epochs, {"split": e.eval_split, "perturbation": None, "stage": "sft", **row})
+    return row["success_rate"]
+
+
 def _batches(samples: Sequence[Sample], batch_size: int, rng: random.Random) -> list[list[int]]:
     """Length-bucketed batches (similar lengths together, little padding) in a shuffled order."""
     order = sorted(range(len(samples)), key=lambda i: (len(samples[i]), i))
@@ -158,13 +182,8 @@ def train_sft(config: Config | None = None, *, policy: Any = None, conversations
     if conversations is None or (s.sft_eval_success and rollout_fn is not None):
         task_set = tasks if tasks is not None else load_tasks(e.env_id, e.env_kwargs, e.task_file)
     if conversations is None:
-        if s.sft_data == "expert":
-            train_tasks, _ = split_tasks(task_set, e.train_split, e.eval_split)
-            chosen = train_tasks.sample(s.demos, random.Random(t.seed))
-            conversations = expert_conversations(e.env_id, e.env_kwargs, chosen, skill=s.expert_skill, seed=t.seed,
-                                                 max_steps=e.max_turns)
-        else:
-            conversations = load_demonstrations(s.sft_data)
+        conversations = _gather(s.sft_data, task_set, env_id=e.env_id, env_kwargs=e.env_kwargs, demos=s.demos,
+                                skill=s.expert_skill, seed=t.seed, max_steps=e.max_turns, train_split=e.train_split)
     samples = demonstration_samples(policy.tokenizer, conversations)
     rng = random.Random(t.seed)
     rng.shuffle(samples)
@@ -220,15 +239,8 @@ def train_sft(config: Config | None = None, *, policy: Any = None, conversations
                 break
     heldout_success = None
     if s.sft_eval_success and stop_reason == "completed" and task_set is not None:
-        _, heldout = split_tasks(task_set, e.train_split, e.eval_split)
         rollout_fn = rollout_fn or engine_rollout_fn(policy, e.env_id, e.env_kwargs)
-        model.eval()
-        row, _ = evaluate_heldout(rollout_fn, list(heldout)[: cfg.eval.eval_tasks], seed=cfg.eval.eval_seed,
-                                  greedy=cfg.eval.eval_greedy, temperature=cfg.rollout.temperature,
-                                  top_p=cfg.rollout.top_p, max_new_tokens=cfg.rollout.max_new_tokens,
-                                  max_turns=e.max_turns)
-        heldout_success = row["success_rate"]
-        log.log_eval(s.sft_epochs, {"split": e.eval_split, "perturbation": None, "stage": "sft", **row})
+        heldout_success = _heldout_success(cfg, task_set, rollout_fn, model, log)
     log.event(s.sft_epochs, "stop", reason=stop_reason)
     log.close()
     return SFTResult(run_dir, policy, train_loss, val_loss, heldout_success, stop_reason)
