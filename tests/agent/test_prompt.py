@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agentic_rl.agent.actions import answer, tool_call
-from agentic_rl.agent.prompt import LedgerMismatchError, build_ledger, chat_format, check_ledger, render_messages
+from agentic_rl.agent.prompt import (
+    LedgerMismatchError,
+    build_ledger,
+    chat_format,
+    check_ledger,
+    render_messages,
+)
 
 OBS = ["What is 6*7?", "Result: 42"]
 ACTIONS = [tool_call("calculator", {"expression": "6*7"}), answer("42")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 import warnings
 
 import pytest
@@ -87,9 +86,8 @@ def test_check_env_passes_a_correct_env_and_exercises_it():
 
 
 def test_check_env_reports_a_hanging_env_instead_of_hanging():
-    started = time.monotonic()
-    report = check_env(FaultyEnv(fault="hang", after=3, hang_s=30), n_random_actions=10, check_timeout_s=1.0)
-    assert time.monotonic() - started < 20
+    # The env sleeps an hour once it hangs; the check returns after its 1 s limit with a failure.
+    report = check_env(FaultyEnv(fault="hang", after=3, hang_s=3600), n_random_actions=10, check_timeout_s=1.0)
     failed = report.failures()
     assert len(failed) == 1 and "did not finish within 1 s" in failed[0].message
 

@@ -36,14 +36,14 @@ def test_runtime_registered_id_works_in_worker_processes():
 @pytest.mark.parametrize(("fault", "expected"), [("raise", "crash:RuntimeError: FaultyEnv failed"),
                                                  ("hang", "timeout"), ("spin", "timeout")])
 def test_thread_backend_isolates_a_failing_env(fault, expected):
-    check_failure_isolated("thread", fault, expected, step_timeout_s=0.5)
+    check_failure_isolated("thread", fault, expected, step_timeout_s=1.0)
 
 
 @pytest.mark.parametrize(("fault", "expected"), [("raise", "crash:RuntimeError: FaultyEnv failed"),
                                                  ("hang", "timeout"), ("spin", "timeout")])
 def test_process_backend_interrupts_a_hang_without_losing_the_worker(fault, expected):
     # One worker hosts all three slots: the hung step is interrupted inside it, the others go on.
-    check_failure_isolated("process", fault, expected, step_timeout_s=0.5, num_workers=1)
+    check_failure_isolated("process", fault, expected, step_timeout_s=1.0, num_workers=1)
 
 
 def test_process_backend_survives_a_worker_that_dies():

@@ -133,6 +133,7 @@ class EnvPool:
             self._backend = RayBackend(factory, num_envs, step_timeout_s, ray_address, ray_actor_options)
         self._next_id = 0
         self._busy: dict[int, tuple[int, str]] = {}  # slot -> (req_id, kind) of its request in flight
+        self._slot_of: dict[int, int] = {}  # req_id -> slot, for the requests in flight
         self._ready: list[StepRecord] = []
         self._replies: dict[int, Any] = {}  # req_id -> reply of a call()
         self._closed = False
@@ -158,6 +159,7 @@ class EnvPool:
         req_id = self._next_id
         self._next_id += 1
         self._busy[slot] = (req_id, kind)
+        self._slot_of[req_id] = slot
         self._backend.send(req_id, slot, kind, payload)
         return req_id
 
@@ -200,7 +202,7 @@ class EnvPool:
 
     def _collect(self, timeout: float | None) -> None:
         for req_id, result in self._backend.poll(timeout):
-            slot = next((s for s, (rid, _) in self._busy.items() if rid == req_id), None)
+            slot = self._slot_of.pop(req_id, None)
             if slot is None:
                 continue  # a late answer to a request already failed by timeout
             kind = self._busy.pop(slot)[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentic_rl.agent.prompt import check_ledger, chat_format
+from agentic_rl.agent.prompt import chat_format, check_ledger
 from agentic_rl.rollout.trajectory import Segment
 
 

@@ -53,6 +53,8 @@ def build_reference(policy: Any, model_name: str, *, resumed: bool, dtype: str =
 def build_optimizer(parameters: list[torch.nn.Parameter], *, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
     if not parameters:
         raise ValueError("no trainable parameters: check model.trainable_layers / model.lora")
+    # not fused=True: the fused kernel updates weights without bumping tensor versions, and the rollout
+    # engine uses those to notice new weights (it would keep sampling from stale ones)
     return torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
 
 
