@@ -1,0 +1,293 @@
+"""The main job (``make demo``): imitation → strategy on the embedded SmolLM2-135M, on 2 CPU cores.
+
+Stages:
+
+1. evaluate the base model on held-out tool-use tasks (it does not know the action format: ≈0 %);
+2. collect demonstrations from an *imperfect* scripted teacher, SFT on them, evaluate;
+3. RL from the environment's reward (GRPO, curriculum, periodic eval, keep-best), evaluate the best
+   checkpoint;
+4. print the before/after table (base → teacher → SFT → RL), write the HTML report and point at it and
+   at ``agentic-rl doctor``.
+
+The tasks need *strategy*, not only format: some questions are answered from the prompt (a tool only
+costs a step), some need one tool, some two in sequence. The teacher's mistakes are per-family habits
+(it calls tools it does not need, guesses where it needs one) and at the demo's skill the habit is the
+majority in every family, so greedy imitation lands on the habit — wrong on every family that needs a
+tool. RL has to find the minority behaviour that the sampled policy still shows, and learns *when* to
+call *which* tool. Held-out success is reported greedy and sampled at the training temperature.
+
+Usage: ``python -m agentic_rl.demo [--quick] [--model NAME_OR_DIR] [--run-dir DIR] [--set key=value ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+FAMILIES = ("direct", "calc", "lookup", "lookup_calc")
+
+
+@dataclass
+class DemoSettings:
+    """Every knob of the demo. The defaults are the measured full run (see BENCHMARKS.md)."""
+
+    model: str = "smollm2-135m"
+    run_dir: str = "runs/demo"
+    seed: int = 0
+    families: tuple[str, ...] = FAMILIES
+    tasks_per_family: int = 60  # generated per family (train + test)
+    test_tasks_per_family: int = 12  # held-out tasks evaluated per family
+    max_turns: int = 4
+    max_new_tokens: int = 40
+    trainable_layers: int = 8
+    teacher_skill: float = 0.4  # the teacher follows its habit with probability 1 - skill
+    demos: int = 96
+    sft_epochs: int = 2
+    sft_lr: float = 1e-4
+    sft_batch_size: int = 8
+    rl_iterations: int = 8
+    tasks_per_iteration: int = 8
+    group_size: int = 8
+    lr: float = 2e-5
+    temperature: float = 1.0
+    temperature_final: float = 0.7
+    eval_every: int = 4
+    eval_tasks: int = 32
+    perturbation: str = "distractors"
+    quick: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # passed to train_rl as flat config fields
+
+
+QUICK = dict(tasks_per_family=24, test_tasks_per_family=6, demos=32, sft_epochs=1, rl_iterations=3,
+             tasks_per_iteration=4, group_size=4, eval_every=3, eval_tasks=8, run_dir="runs/demo_quick")
+
+
+@dataclass
+class Row:
+    stage: str
+    success: float
+    ci: tuple[float, float]
+    mean_steps: float
+    steps_success: float
+    mean_reward: float
+    perturbed: float | None = None
+    robustness: float | None = None
+
+
+@dataclass
+class DemoResult:
+    rows: list[Row]
+    run_dir: Path
+    report: Path | None
+    seconds: dict[str, float]
+    significance: list[dict[str, Any]] = field(default_factory=list)
+
+    def row(self, stage: str) -> Row:
+        return next(r for r in self.rows if r.stage == stage)
+
+
+def _row(stage: str, result: Any, perturbation: str | None) -> Row:
+    clean = result.clean
+    pert = result.perturbed.get(perturbation) if perturbation else None
+    return Row(stage, clean.success_rate, (clean.success_ci_low, clean.success_ci_high), clean.mean_steps,
+               clean.mean_steps_success, clean.mean_reward, pert.success_rate if pert else None,
+               result.robustness.get(perturbation) if pert else None)
+
+
+def build_tasks(settings: DemoSettings) -> tuple[Any, list[Any]]:
+    """The demo's task set (train + test splits) and the held-out evaluation tasks, balanced by family."""
+    from agentic_rl.envs.tool_use_tasks import generate_tasks
+
+    tasks = generate_tasks(seed=settings.seed, n_per_family=settings.tasks_per_family, families=settings.families)
+    test = []
+    for family in settings.families:
+        members = [t for t in tasks.split("test") if t.data.get("family") == family]
+        test.extend(members[: settings.test_tasks_per_family])
+    return tasks, test
+
+
+class _Stages:
+    """Stage headings, timings and the progress line shown throughout the run."""
+
+    def __init__(self, console: Console, total: int):
+        self.console, self.total, self.done = console, total, 0
+        self.seconds: dict[str, float] = {}
+        self.start = time.perf_counter()
+        self._name, self._tick = "", 0.0
+
+    def begin(self, name: str) -> None:
+        self._name, self._tick = name, time.perf_counter()
+        elapsed = time.perf_counter() - self.start
+        self.console.rule(f"[bold]stage {self.done + 1}/{self.total}: {name}[/]  (elapsed {elapsed:.0f} s)")
+
+    def end(self, summary: str = "") -> None:
+        took = time.perf_counter() - self._tick
+        self.seconds[self._name] = round(took, 1)
+        self.done += 1
+        self.console.print(f"  done in {took:.0f} s. {summary}")
+
+
+def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResult:
+    """Run the whole pipeline and return the before/after rows (also written to ``run_dir/demo.json``)."""
+    import torch
+
+    from agentic_rl.evaluate import compare, evaluate
+    from agentic_rl.models import load_policy
+    from agentic_rl.monitor.report import write_report
+    from agentic_rl.train import train_rl, train_sft
+
+    console = console or Console()
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2 if settings.quick else 4)))
+    run_dir = Path(settings.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stages = _Stages(console, 6)
+    env_id, pert = "tool-use-v0", settings.perturbation
+    common = dict(max_turns=settings.max_turns, max_new_tokens=settings.max_new_tokens, seeds=(settings.seed,))
+
+    def measure(stage: str, policy: Any, *, greedy: bool = True, perturb: bool = True) -> tuple[Row, Any]:
+        result = evaluate(policy, env_id, test_tasks, greedy=greedy, temperature=settings.temperature,
+                          perturbations=[pert] if perturb and pert else [], label=stage, **common)
+        row = _row(stage, result, pert if perturb else None)
+        rows.append(row)
+        return row, result
+
+    rows: list[Row] = []
+    stages.begin("load the model and the tasks")
+    tasks, test_tasks = build_tasks(settings)
+    policy = load_policy(settings.model, trainable_layers=settings.trainable_layers)
+    stages.end(f"{len(tasks.split('train'))} train / {len(test_tasks)} held-out tasks "
+               f"({', '.join(settings.families)}); model {settings.model}")
+
+    stages.begin("evaluate the base model and the teacher on held-out tasks")
+    base, _ = measure("base model", policy, perturb=False)
+    teacher, _ = measure(f"teacher (expert, skill {settings.teacher_skill})", f"expert:{settings.teacher_skill}")
+    stages.end(f"base {base.success:.0%}, teacher {teacher.success:.0%}")
+
+    stages.begin(f"SFT on {settings.demos} demonstrations of the imperfect teacher")
+    sft = train_sft(policy=policy, tasks=tasks, run_dir=str(run_dir / "sft"), env_id=env_id,
+                    max_turns=settings.max_turns, demos=settings.demos, expert_skill=settings.teacher_skill,
+                    sft_epochs=settings.sft_epochs, sft_lr=settings.sft_lr, sft_batch_size=settings.sft_batch_size,
+                    sft_eval_success=False, seed=settings.seed,
+                    progress=lambda m: console.print(f"  epoch {m.get('epoch')}: train loss "
+                                                     f"{m.get('sft/train_loss', m.get('loss', float('nan'))):.3f}"))
+    policy = sft.policy
+    sft_row, sft_result = measure("SFT (greedy)", policy)
+    measure(f"SFT (sampled, T={settings.temperature})", policy, greedy=False, perturb=False)
+    stages.end(f"SFT greedy {sft_row.success:.0%}")
+
+    stages.begin(f"RL (GRPO) for {settings.rl_iterations} iterations, curriculum + keep-best")
+    rl_dir = run_dir / "rl"
+
+    def on_iteration(m: dict[str, Any]) -> None:
+        held = m.get("success/heldout")
+        held_txt = f", held-out {held:.0%}" if isinstance(held, (int, float)) else ""
+        console.print(f"  iter {m.get('iteration')}: reward {m.get('reward/mean', float('nan')):.2f}, "
+                      f"success {m.get('success/train', float('nan')):.0%}{held_txt}, "
+                      f"level {m.get('curriculum/level', '-')}, {m.get('time/iteration_s', 0):.0f} s")
+
+    rl_fields = dict(run_dir=str(rl_dir), env_id=env_id, max_turns=settings.max_turns,
+                     iterations=settings.rl_iterations, tasks_per_iteration=settings.tasks_per_iteration,
+                     group_size=settings.group_size, lr=settings.lr, temperature=settings.temperature,
+                     temperature_final=settings.temperature_final, max_new_tokens=settings.max_new_tokens,
+                     eval_every=settings.eval_every, eval_tasks=settings.eval_tasks, use_curriculum=True,
+                     seed=settings.seed, advantage="grpo")
+    rl_fields.update(settings.extra)
+    rl = train_rl(policy=policy, tasks=tasks, progress=on_iteration, **rl_fields)
+    best = rl_dir / "checkpoints" / "best"
+    if best.exists():
+        policy = load_policy(str(best))
+    stages.end(f"stop reason: {rl.stop_reason}; best held-out success {rl.best_success} "
+               f"at iteration {rl.best_iteration}")
+
+    stages.begin("evaluate the RL policy (best checkpoint)")
+    rl_row, rl_result = measure("RL (greedy)", policy)
+    measure(f"RL (sampled, T={settings.temperature})", policy, greedy=False, perturb=False)
+    comparison = compare([sft_result, rl_result])
+    comparison.save(rl_dir / "compare.json")
+    stages.end(f"RL greedy {rl_row.success:.0%}")
+
+    stages.begin("write the report")
+    report = write_report(rl_dir)
+    stages.end(str(report))
+    result = DemoResult(rows, run_dir, report, stages.seconds, comparison.to_dict().get("rows", []))
+    (run_dir / "demo.json").write_text(json.dumps(
+        {"settings": asdict(settings), "rows": [asdict(r) for r in rows], "seconds": stages.seconds,
+         "total_seconds": round(time.perf_counter() - stages.start, 1)}, indent=2, default=str))
+    _print_table(console, result, settings)
+    return result
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.0%}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def _print_table(console: Console, result: DemoResult, settings: DemoSettings) -> None:
+    table = Table(title=f"tool-use-v0, {len(result.rows) and 'held-out'} tasks: imitation → strategy")
+    for column in ("policy", "success", "95% CI", "mean steps", "steps on successes", "mean reward",
+                   f"success ({settings.perturbation})", "robustness"):
+        table.add_column(column, justify="right" if column != "policy" else "left")
+    for r in result.rows:
+        table.add_row(r.stage, _pct(r.success), f"{_pct(r.ci[0])}–{_pct(r.ci[1])}", _num(r.mean_steps),
+                      _num(r.steps_success), _num(r.mean_reward), _pct(r.perturbed), _num(r.robustness))
+    console.print(table)
+    total = sum(result.seconds.values())
+    console.print(f"Total {total:.0f} s ({', '.join(f'{k}: {v:.0f} s' for k, v in result.seconds.items())}).")
+    console.print(f"Report: {result.report}")
+    console.print(f"Diagnose the run: agentic-rl doctor {result.run_dir / 'rl'}")
+
+
+def parse_settings(argv: list[str] | None = None) -> DemoSettings:
+    parser = argparse.ArgumentParser(prog="python -m agentic_rl.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a ~2-minute version")
+    parser.add_argument("--model", default=None, help="embedded model name or a local HF model directory")
+    parser.add_argument("--run-dir", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a demo setting (e.g. --set rl_iterations=4); unknown keys are errors")
+    args = parser.parse_args(argv)
+    settings = DemoSettings()
+    if args.quick:
+        settings = replace(settings, quick=True, **QUICK)
+    known = {f.name: f for f in fields(DemoSettings)}
+    updates: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in known or key == "extra":
+            parser.error(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(known))}")
+        current = getattr(settings, key)
+        try:
+            if isinstance(current, bool):
+                value: Any = raw.lower() in ("1", "true", "yes")
+            elif isinstance(current, tuple):
+                value = tuple(v for v in raw.split(",") if v)
+            else:
+                value = type(current)(raw)
+        except ValueError:
+            parser.error(f"--set {item!r}: {raw!r} is not a valid {type(current).__name__}")
+        updates[key] = value
+    if args.model:
+        updates["model"] = args.model
+    if args.run_dir:
+        updates["run_dir"] = args.run_dir
+    return replace(settings, **updates)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = parse_settings(argv)
+    run_demo(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
