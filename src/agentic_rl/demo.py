@@ -162,7 +162,9 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     rows: list[Row] = []
     stages.begin("load the model and the tasks")
     tasks, test_tasks = build_tasks(settings)
-    policy = load_policy(settings.model, trainable_layers=settings.trainable_layers)
+    policy = load_policy(settings.model)
+    layers = len(policy.model.model.layers) if hasattr(policy.model, "model") else settings.trainable_layers
+    policy = load_policy(settings.model, trainable_layers=min(settings.trainable_layers, layers))
     stages.end(f"{len(tasks.split('train'))} train / {len(test_tasks)} held-out tasks "
                f"({', '.join(settings.families)}); model {settings.model}")
 
