@@ -178,8 +178,9 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
                     max_turns=settings.max_turns, demos=settings.demos, expert_skill=settings.teacher_skill,
                     sft_epochs=settings.sft_epochs, sft_lr=settings.sft_lr, sft_batch_size=settings.sft_batch_size,
                     sft_eval_success=False, seed=settings.seed,
-                    progress=lambda m: console.print(f"  epoch {m.get('epoch')}: train loss "
-                                                     f"{m.get('sft/train_loss', m.get('loss', float('nan'))):.3f}"))
+                    progress=lambda m: console.print(f"  epoch {m.get('epoch')}/{m.get('epochs')}: train loss "
+                                                     f"{m.get('loss/sft', float('nan')):.3f}, validation loss "
+                                                     f"{m.get('loss/sft_val', float('nan')):.3f}"))
     policy = sft.policy
     sft_row, sft_result = measure("SFT (greedy)", policy)
     measure(f"SFT (sampled, T={settings.temperature})", policy, greedy=False, perturb=False)
@@ -193,7 +194,8 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
         held_txt = f", held-out {held:.0%}" if isinstance(held, (int, float)) else ""
         console.print(f"  iter {m.get('iteration')}: reward {m.get('reward/mean', float('nan')):.2f}, "
                       f"success {m.get('success/train', float('nan')):.0%}{held_txt}, "
-                      f"level {m.get('curriculum/level', '-')}, {m.get('time/iteration_s', 0):.0f} s")
+                      f"level {m.get('curriculum/level', '-')}, rollout {m.get('time/rollout_s', 0):.0f} s, "
+                      f"update {m.get('time/update_s', 0):.0f} s")
 
     rl_fields = dict(run_dir=str(rl_dir), env_id=env_id, max_turns=settings.max_turns,
                      iterations=settings.rl_iterations, tasks_per_iteration=settings.tasks_per_iteration,

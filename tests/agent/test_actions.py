@@ -58,6 +58,7 @@ def test_non_string_is_a_type_error():
         parse(b"<answer>1</answer>")
 
 
-@pytest.mark.parametrize("text", ["\x00" * 10, "<tool>" + "[" * 100000 + "</tool>", "\ud800", "<" * 5000, "x" * (1 << 20)])
+@pytest.mark.parametrize("text", ["<tool>" * 200_000, "<think>" * 200_000, "```" * 200_000,
+                                  '<tool>{"name": "x", "arguments": {"n": ' + "9" * 5000 + "}}</tool>", "\x00" * 10, "<tool>" + "[" * 100000 + "</tool>", "\ud800", "<" * 5000, "x" * (1 << 20)])
 def test_adversarial_strings_never_raise(text):
     assert isinstance(parse(text), (Action, ParseError))

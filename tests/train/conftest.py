@@ -20,9 +20,6 @@ def pytest_collection_modifyitems(config, items):
         if Path(str(item.fspath)).is_relative_to(HERE):
             item.add_marker(pytest.mark.filterwarnings("ignore::agentic_rl.config.ConfigRiskWarning"))
 
-#: settings shared by trainer tests: one sampled token per episode, a fast tiny run
-FAST = dict(max_new_tokens=1, group_size=8, tasks_per_iteration=4, max_turns=1, eval_tasks=8,
-            eval_greedy=False, tensorboard=False, trajectory_samples=2)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from toy import LetterEnv, letter_tasks
 
 from agentic_rl.train import train_rl
-from conftest import FAST
+from toy import FAST
 
 
 @pytest.mark.parametrize("advantage", ["grpo", "gae"])

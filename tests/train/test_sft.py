@@ -8,7 +8,7 @@ import pytest
 
 from agentic_rl.train import load_demonstrations, train_sft
 from agentic_rl.train.sft import demonstration_samples
-from conftest import FAST
+from toy import FAST
 
 
 def _write_conversations(path, n=12):

@@ -16,7 +16,7 @@ import torch
 from agentic_rl.algos import register_policy_loss
 from agentic_rl.models.policy import Policy
 from agentic_rl.train import train_rl
-from conftest import FAST
+from toy import FAST
 
 
 def _events(run_dir: Path) -> list[dict]:
@@ -66,7 +66,7 @@ def test_sigterm_in_a_subprocess_saves_and_exits_cleanly(tiny_model_path, tmp_pa
         import sys, warnings
         warnings.simplefilter("ignore")
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from conftest import FAST
+        from toy import FAST
         from toy import letter_tasks, make_rollout_fn
         from agentic_rl.models.policy import load_policy
         from agentic_rl.train import train_rl

@@ -96,3 +96,8 @@ def make_rollout_fn(policy: Any, env_factory: Any = LetterEnv):
         return trajs
 
     return run
+
+
+#: settings shared by trainer tests: one sampled token per episode, a fast tiny run
+FAST = dict(max_new_tokens=1, group_size=8, tasks_per_iteration=4, max_turns=1, eval_tasks=8,
+            eval_greedy=False, tensorboard=False, trajectory_samples=2)

@@ -35,14 +35,9 @@ ACTION_KINDS = ("tool_call", "answer", "command", "code")
 #: Strings after which a policy turn is complete; the engine stops decoding there.
 STOP_STRINGS = ("</tool>", "</answer>", "</action>")
 
-_THINK_RE = re.compile(r"<think>(.*?)</think>", re.S)
-_ELEMENT_RE = re.compile(
-    r"<tool>(?P<tool>.*?)</tool>"
-    r"|<answer>(?P<answer>.*?)</answer>"
-    r"|<action>(?P<command>.*?)</action>"
-    r"|```(?P<lang>[A-Za-z0-9_+-]*)[ \t]*\n(?P<code>.*?)```",
-    re.S,
-)
+_TAG_KINDS = (("<tool>", "</tool>", "tool_call"), ("<answer>", "</answer>", "answer"),
+              ("<action>", "</action>", "command"))
+_FENCE_HEADER_RE = re.compile(r"```([A-Za-z0-9_+-]{0,32})[ \t]*\n")
 _MAX_ECHO = 80
 
 
@@ -104,37 +99,32 @@ def parse(text: Any, accept: Iterable[str] | None = None) -> Action | ParseError
 
     reasoning = ""
     body = text
-    think = _THINK_RE.search(text)
-    if think:
-        reasoning = think.group(1).strip()
-        body = text[: think.start()] + text[think.end() :]
-    elif "<think>" in text:
-        return ParseError("unclosed <think>: close your reasoning with </think>, then act. " + hint)
+    # str.find-based scanning keeps parsing linear in the text length (a regex with lazy bodies is
+    # quadratic on many unclosed tags, and actions can be a megabyte of adversarial text).
+    think_open = text.find("<think>")
+    if think_open >= 0:
+        think_close = text.find("</think>", think_open + 7)
+        if think_close < 0:
+            return ParseError("unclosed <think>: close your reasoning with </think>, then act. " + hint)
+        reasoning = text[think_open + 7 : think_close].strip()
+        body = text[:think_open] + text[think_close + 8 :]
 
-    matches = list(_ELEMENT_RE.finditer(body))
-    if not matches:
+    element = _first_element(body)
+    if element is None:
         if not body.strip():
             return ParseError("empty action. " + hint)
         return ParseError(f"no action found in {_short(body.strip())!r}. " + hint)
-    m = matches[0]
-    extra = len(matches) > 1
-    if m.group("tool") is not None:
-        kind = "tool_call"
-    elif m.group("answer") is not None:
-        kind = "answer"
-    elif m.group("command") is not None:
-        kind = "command"
-    else:
-        kind = "code"
+    kind, content, lang, end = element
+    extra = _first_element(body[end:]) is not None
     if kind not in accepted:
         return ParseError(f"this environment does not accept {kind} actions; " + hint)
 
     if kind == "tool_call":
-        raw = m.group("tool").strip()
+        raw = content.strip()
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            msg = getattr(exc, "msg", "too deeply nested")
+        except (ValueError, RecursionError) as exc:  # ValueError also covers ints over Python's digit limit
+            msg = getattr(exc, "msg", None) or ("too deeply nested" if isinstance(exc, RecursionError) else str(exc))
             return ParseError(f"tool call is not valid JSON ({msg}): {_short(raw)!r}. " + hint)
         if not isinstance(obj, dict):
             return ParseError('tool call must be a JSON object like {"name": ..., "arguments": {...}}')
@@ -151,8 +141,8 @@ def parse(text: Any, accept: Iterable[str] | None = None) -> Action | ParseError
             return ParseError(f'tool call has unknown key(s) {sorted(unknown)}; use "name" and "arguments"')
         return Action("tool_call", reasoning, name=name, arguments=arguments, extra=extra)
     if kind == "code":
-        return Action("code", reasoning, code=m.group("code"), language=m.group("lang") or "", extra=extra)
-    value = m.group(kind if kind != "command" else "command").strip()
+        return Action("code", reasoning, code=content, language=lang, extra=extra)
+    value = content.strip()
     if not value:
         return ParseError(f"empty <{_TAGS[kind]}> element. " + hint)
     return Action(kind, reasoning, text=value, extra=extra)
@@ -165,6 +155,29 @@ _TEMPLATES = {
     "command": "<action>...</action>",
     "code": "```python ... ```",
 }
+
+
+def _first_element(text: str) -> tuple[str, str, str, int] | None:
+    """The earliest complete action element: (kind, body, code language, end index) or None."""
+    best: tuple[int, str, str, str, int] | None = None
+    for open_tag, close_tag, kind in _TAG_KINDS:
+        start = text.find(open_tag)
+        if start < 0 or (best is not None and start > best[0]):
+            continue
+        close = text.find(close_tag, start + len(open_tag))
+        if close >= 0:
+            best = (start, kind, text[start + len(open_tag) : close], "", close + len(close_tag))
+    start = text.find("```")
+    while start >= 0 and (best is None or start < best[0]):
+        header = _FENCE_HEADER_RE.match(text, start)
+        if header is None:
+            start = text.find("```", start + 3)
+            continue
+        close = text.find("```", header.end())
+        if close >= 0:
+            best = (start, "code", text[header.end() : close], header.group(1), close + 3)
+        break
+    return None if best is None else best[1:]
 
 
 def grammar_help(accept: Iterable[str]) -> str:

@@ -18,6 +18,7 @@ torch is re-seeded from the seed before each batch).
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,9 @@ def _text_runner(env_id: str, max_turns: int, *, expert_skill: float | None = No
             for task in tasks:
                 for seed in seeds:
                     for sample in range(samples_k):
-                        env_seed = seed + sample * SAMPLE_SEED_STRIDE
+                        # the task id enters the env seed: with one shared seed every episode would
+                        # draw the same random numbers (e.g. an expert's per-episode habit decision)
+                        env_seed = (seed + sample * SAMPLE_SEED_STRIDE + zlib.crc32(task.id.encode())) % 2**31
                         if agent is None:
                             traj = play_expert(env, task, skill=expert_skill or 0.0, seed=env_seed,
                                                max_steps=max_turns, env_id=env_id)
