@@ -14,14 +14,16 @@ demo: setup
 demo-quick: setup
 	$(PY) -m agentic_rl.demo --quick
 
-test: setup
+test:
+	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: setup
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-bench: setup
-	$(PY) benchmarks/run_all.py
+bench:
+	@EXTRAS=dev,ray,bench bash scripts/setup.sh
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
 lint: setup
 	$(PY) -m ruff check src tests benchmarks

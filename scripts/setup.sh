@@ -34,14 +34,26 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "$want" > "$STAMP"
 fi
 
+apt_install() {  # apt_install PACKAGE...: only as root on Debian/Ubuntu; never fatal
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing $* with apt-get"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >/dev/null 2>&1 \
+      || echo "[setup] could not install $*"
+    return 0
+  fi
+  return 1
+}
+
 # bubblewrap: the sandbox's isolation layer. Installed here when we can (root + apt).
 if ! command -v bwrap >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "[setup] installing bubblewrap with apt-get"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null 2>&1 \
-      || echo "[setup] could not install bubblewrap; see README 'Sandbox' for how to install it"
-  else
+  if ! apt_install bubblewrap; then
     echo "[setup] bubblewrap (bwrap) not found: install it (apt install bubblewrap / dnf install bubblewrap)"
     echo "        or opt out of isolation explicitly with sandbox backend 'none' (unsafe for untrusted code)."
+    echo "        See docs/sandbox.md."
   fi
+fi
+
+# Headless Chromium renders the HTML report in a test (skipped without it); only for `make test`.
+if [ -n "${WITH_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium || echo "[setup] chromium not installed: the report screenshot test will be skipped"
 fi

@@ -82,6 +82,10 @@ class TextSpace(gymnasium.spaces.Space[str]):
         return isinstance(other, TextSpace) and other.max_length == self.max_length
 
 
+#: ``info["error"]`` kinds that count against ``Env.max_invalid_actions``
+INVALID_ACTION_ERRORS = frozenset({"parse_error", "invalid_action", "unknown_tool", "bad_arguments"})
+
+
 class Env(gymnasium.Env[str, str]):
     """Base class for text environments. Subclasses implement ``_reset``, ``_step`` and ``_state``.
 
@@ -106,6 +110,9 @@ class Env(gymnasium.Env[str, str]):
     #: Names accepted by ``perturbation=`` (robustness evaluation); each keeps every task solvable.
     perturbations: ClassVar[tuple[str, ...]] = ()
     reward_range: tuple[float, float] = (-1.0, 1.0)
+    #: truncate the episode after this many unusable actions (None: only the env's own budgets apply);
+    #: subclasses may take it as a constructor argument
+    max_invalid_actions: int | None = None
 
     def __init__(
         self,
@@ -130,6 +137,7 @@ class Env(gymnasium.Env[str, str]):
         self.action_space = TextSpace(1 << 20)
         self.task: Task | None = None
         self.steps = 0
+        self.invalid_actions = 0
         self._last_observation = ""
         self.rng = random.Random(0)
 
@@ -155,6 +163,7 @@ class Env(gymnasium.Env[str, str]):
             self.rng = random.Random(int(self.np_random.integers(0, 2**31 - 1)))
         self._seeded = True
         self.task = self._select_task(options or {})
+        self.invalid_actions = 0
         self.steps = 0
         observation, info = self._reset(self.task)
         info = _fresh(info)
@@ -197,6 +206,10 @@ class Env(gymnasium.Env[str, str]):
             info.setdefault("action_kind", parsed.kind)
         info.setdefault("success", False)
         info.setdefault("reward_terms", {"reward": float(reward)})
+        if info.get("error") in INVALID_ACTION_ERRORS:
+            self.invalid_actions += 1
+            if self.max_invalid_actions is not None and self.invalid_actions >= self.max_invalid_actions:
+                truncated = True  # a budget ran out: the agent keeps writing unusable actions
         self._last_observation = self._clip(observation)
         return self._last_observation, float(reward), bool(terminated), bool(truncated), info
 

@@ -68,6 +68,7 @@ class ToolUseEnv(Env):
         split: str | None = "train",
         seed: int = 0,
         max_steps: int = 6,
+        max_invalid_actions: int | None = None,
         perturbation: str | None = None,
         step_cost: float = 0.05,
         needed_tool_bonus: float = 0.1,
@@ -86,6 +87,7 @@ class ToolUseEnv(Env):
         self.tasks = load_env_tasks(tasks, split=split, generate=lambda: generate_tasks(seed),
                                     validate=validate_task)
         self.max_steps = max_steps
+        self.max_invalid_actions = max_invalid_actions
         self.step_cost = float(step_cost)
         self.needed_tool_bonus = float(needed_tool_bonus)
         self.reward_range = (min(self.invalid_action_penalty, -self.step_cost), 1.0)

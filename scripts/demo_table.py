@@ -1,0 +1,61 @@
+"""Render a demo run's ``demo.json`` as the Markdown table the README shows.
+
+Usage: ``python scripts/demo_table.py RUN_DIR/demo.json [--readme README.md]`` — with ``--readme`` the
+table replaces the block between the ``DEMO-TABLE`` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def render(demo: dict) -> str:
+    s = demo["settings"]
+    lines = [
+        f"Measured {demo.get('date', '')} on 2 CPU cores with `make demo` ({demo['total_seconds']:.0f} s, set-up "
+        f"excluded): {len(s['families'])} families × {s['test_tasks_per_family']} held-out tasks, teacher skill "
+        f"{s['teacher_skill']}, {s['demos']} demonstrations, {s['rl_iterations']} GRPO iterations of "
+        f"{s['tasks_per_iteration']}×{s['group_size']} episodes.",
+        "",
+        f"| policy | success | 95% CI | mean steps | steps on successes | mean reward | success ({s['perturbation']}) "
+        "| robustness |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in demo["rows"]:
+        lines.append(f"| {r['stage']} | {_pct(r['success'])} | {_pct(r['ci'][0])}–{_pct(r['ci'][1])} | "
+                     f"{_num(r['mean_steps'])} | {_num(r['steps_success'])} | {_num(r['mean_reward'])} | "
+                     f"{_pct(r['perturbed'])} | {_num(r['robustness'])} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("demo_json")
+    parser.add_argument("--readme", default=None)
+    args = parser.parse_args()
+    demo = json.loads(Path(args.demo_json).read_text())
+    table = render(demo)
+    if args.readme:
+        path = Path(args.readme)
+        text = path.read_text()
+        block = f"<!-- DEMO-TABLE -->\n{table}\n<!-- /DEMO-TABLE -->"
+        pattern = re.compile(r"<!-- DEMO-TABLE -->.*?(<!-- /DEMO-TABLE -->|$)", re.S)
+        text = pattern.sub(lambda _: block, text, count=1) if "<!-- /DEMO-TABLE -->" in text else \
+            text.replace("<!-- DEMO-TABLE -->", block)
+        path.write_text(text)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
