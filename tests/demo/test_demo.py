@@ -12,10 +12,10 @@ from agentic_rl.demo import QUICK, DemoSettings, parse_settings, run_demo
 
 
 def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
-    settings = replace(
-        DemoSettings(), quick=True, **QUICK, model=str(tiny_model_path), run_dir=str(tmp_path / "demo"),
-        test_tasks_per_family=1, demos=4, rl_iterations=1, tasks_per_iteration=2, group_size=2, eval_every=1,
-        eval_tasks=2, max_new_tokens=6, max_turns=2, trainable_layers=1)
+    tiny = dict(run_dir=str(tmp_path / "demo"), model=str(tiny_model_path), test_tasks_per_family=1, demos=4,
+                rl_iterations=1, tasks_per_iteration=2, group_size=2, eval_every=1, eval_tasks=2, max_new_tokens=6,
+                max_turns=2, trainable_layers=1)
+    settings = replace(DemoSettings(), quick=True, **{**QUICK, **tiny})
     console = Console(record=True, width=160)
     result = run_demo(settings, console=console)
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from toy import LetterEnv, letter_tasks
+from toy import FAST, LetterEnv, letter_tasks
 
 from agentic_rl.train import train_rl
-from toy import FAST
 
 
 @pytest.mark.parametrize("advantage", ["grpo", "gae"])

@@ -6,11 +6,10 @@ import json
 
 import pytest
 import torch
-from toy import LetterEnv, letter_tasks
+from toy import FAST, LetterEnv, letter_tasks
 
 from agentic_rl.models.policy import Policy, load_policy
 from agentic_rl.train import train_rl
-from toy import FAST
 
 SETTINGS = dict(FAST, advantage="gae", lr=0.05, iterations=4, group_size=4, tasks_per_iteration=2, eval_every=2, save_every=2, seed=3,
                 replay_capacity=16, replay_coef=0.1, replay_samples=2, use_curriculum=True, curriculum_window=8)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from toy import FAST
 
 from agentic_rl.train import load_demonstrations, train_sft
 from agentic_rl.train.sft import demonstration_samples
-from toy import FAST
 
 
 def _write_conversations(path, n=12):

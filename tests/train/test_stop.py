@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import torch
+from toy import FAST
 
 from agentic_rl.algos import register_policy_loss
 from agentic_rl.models.policy import Policy
 from agentic_rl.train import train_rl
-from toy import FAST
 
 
 def _events(run_dir: Path) -> list[dict]:

@@ -27,7 +27,7 @@ import torch
 from agentic_rl.agent.actions import STOP_STRINGS
 from agentic_rl.agent.prompt import chat_format
 from agentic_rl.models.kv_decoder import KVDecoder
-from agentic_rl.models.sampling import sample_tokens
+from agentic_rl.models.sampling import counter_uniform, sample_tokens
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ class _Seq:
     sampled: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     started: float = 0.0
+    draws: int = 0  # tokens sampled over the sequence's life: with the seed and seq id, keys its randomness
 
 
 class RolloutEngine:
@@ -128,6 +129,8 @@ class RolloutEngine:
         self.stop_ids = set(self.format.stop_ids)
         self.decoder = KVDecoder(policy.model, capacity=max_batch, max_context=max_context)
         self.generator = torch.Generator(device=self.decoder.device)
+        self._seed = 0
+        self._seq_base = 0
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "decode_tokens": 0, "shared_prefills": 0}
         self._seqs: dict[int, _Seq] = {}
         self._rows: list[int | None] = [None] * max_batch  # row -> seq id
@@ -139,6 +142,8 @@ class RolloutEngine:
         self.decoder.sync()
         if seed is not None:
             self.generator.manual_seed(seed)
+            self._seed = seed
+            self._seq_base = self._next_id  # sequences are numbered from here for their random keys
 
     def free_capacity(self) -> int:
         return self.max_batch - len(self._seqs)
@@ -277,12 +282,20 @@ class RolloutEngine:
         logits = self.decoder.logits(hidden)
         params = [self._seqs[i].params for i in seq_ids]
         dev = logits.device
+        # Counter-based randomness: a sequence's draws depend on (seed, seq id, draw index) only, not on
+        # which other sequences happen to be decoding in the same step (that depends on env timing).
+        uniforms = []
+        for sid in seq_ids:
+            seq = self._seqs[sid]
+            uniforms.append(counter_uniform(self._seed, sid - self._seq_base, seq.draws))
+            seq.draws += 1
         tokens, logprobs = sample_tokens(
             logits,
             torch.tensor([p.temperature for p in params], device=dev, dtype=torch.float32),
             torch.tensor([p.top_p for p in params], device=dev, dtype=torch.float32),
             torch.tensor([p.greedy for p in params], device=dev),
             self.generator,
+            torch.tensor(uniforms, device=dev, dtype=torch.float64),
         )
         finished = []
         for sid, token, logprob in zip(seq_ids, tokens.tolist(), logprobs.tolist(), strict=True):

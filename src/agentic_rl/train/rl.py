@@ -205,6 +205,9 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             metrics.update(_mean_metrics(step_metrics))
             metrics.update(timings)
             metrics.update(sampler.metrics())
+            from agentic_rl.evaluate.audit import audit  # the reward-hacking audit, on a sample
+
+            metrics.update(audit(trajs[:16]).metrics)
             metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon,
                             "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay)})
             sampled = sum(tr.num_sampled_tokens for tr in trajs)
