@@ -12,12 +12,16 @@ import re
 from pathlib import Path
 
 
+def _missing(value) -> bool:
+    return value is None or value != value  # None or NaN
+
+
 def _pct(value) -> str:
-    return "-" if value is None else f"{value:.0%}"
+    return "-" if _missing(value) else f"{value:.0%}"
 
 
 def _num(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if _missing(value) else f"{value:.2f}"
 
 
 def render(demo: dict) -> str:
