@@ -161,15 +161,6 @@ class CodeRepairEnv(Env):
         for path, text in wanted.items():
             self._session.write_file(path, text)
 
-    def _snapshot(self) -> dict[str, str]:
-        out = {}
-        for path in self._session.list_files():
-            try:
-                out[path] = self._session.read_file(path)
-            except (OSError, ValueError, UnicodeDecodeError):
-                out[path] = "<unreadable>"
-        return out
-
     # -- actions ---------------------------------------------------------------------------------
     def _step(self, action: Action) -> tuple[str, float, bool, bool, dict]:
         if self.done:
@@ -246,10 +237,10 @@ class CodeRepairEnv(Env):
 
     def _tool_run_tests(self, args: dict) -> tuple[str, float, bool, bool, dict]:
         self._sync_workspace()
-        before = self._snapshot()
+        before = self._session.read_all()
         report = grade(self._session, self.code, self.visible, self.task.data["entry_point"],
                        imports=self.task.data.get("imports", ()), fresh=False, limits=self.grading_limits)
-        after = self._snapshot()
+        after = self._session.read_all()
         flags = workspace_hack_flags(before, after, editable=[MODULE_FILE], protected=[TEST_FILE])
         flags += [f for f in code_hack_flags(self.code) if f not in flags]
         self.flags.update(f for f in flags if f in ("conftest", "sitecustomize", "pth_file", "test_edit"))

@@ -177,21 +177,12 @@ class ShellEnv(Env):
             parts.append(f"[killed by signal {result.signal}]")
         return "\n".join(parts)
 
-    def _final_files(self) -> dict[str, str]:
-        out = {}
-        for path in self._session.list_files():
-            try:
-                out[path] = self._session.read_file(path)
-            except (OSError, ValueError, UnicodeDecodeError):
-                out[path] = "\x00<unreadable>"
-        return out
-
     def _finish(self, given: str | None, truncated: bool) -> tuple[str, float, bool, bool, dict]:
         question = self.question
         assert question is not None
         self.done = True
         if question.check is not None:
-            success = question.check(self._final_files())
+            success = question.check(self._session.read_all())
             verdict = "The workspace is in the requested state." if success else "The workspace is not in the requested state."
         else:
             success = given is not None and shell_tasks.answers_match(given, question.answer, question.kind)

@@ -99,9 +99,7 @@ class Sandbox:
         limits: Limits | None = None,
     ) -> ExecResult:
         """Run `argv` (a list, or a string for `/bin/sh -c`) in a fresh workspace holding `files`."""
-        with self.session() as session:
-            for name, content in (files or {}).items():
-                session.write_file(name, content)
+        with self._session_with(files) as session:
             return session.run(argv, stdin=stdin, limits=limits)
 
     def run_python(
@@ -112,10 +110,18 @@ class Sandbox:
         limits: Limits | None = None,
     ) -> ExecResult:
         """Run Python source `code` in a fresh workspace holding `files` (see `SandboxSession.run_python`)."""
-        with self.session() as session:
+        with self._session_with(files) as session:
+            return session.run_python(code, stdin=stdin, limits=limits)
+
+    def _session_with(self, files: dict[str, str | bytes] | None) -> SandboxSession:
+        session = self.session()
+        try:
             for name, content in (files or {}).items():
                 session.write_file(name, content)
-            return session.run_python(code, stdin=stdin, limits=limits)
+        except BaseException:
+            session.close()
+            raise
+        return session
 
     def session(self) -> SandboxSession:
         """A workspace that persists across commands until closed (use as a context manager)."""
@@ -273,6 +279,17 @@ class SandboxSession:
         """Every file (and symlink) in the workspace, relative, sorted."""
         self._check_open()
         return self._dir.list_files()
+
+    def read_all(self, unreadable: str = "\x00<unreadable>") -> dict[str, str]:
+        """Every workspace file's text by relative path; a file that cannot be read (a planted symlink,
+        a directory race) maps to ``unreadable`` instead of raising."""
+        out = {}
+        for path in self.list_files():
+            try:
+                out[path] = self.read_file(path)
+            except (OSError, ValueError):
+                out[path] = unreadable
+        return out
 
     def delete_file(self, path: str) -> None:
         """Remove a file, symlink or directory tree. FileNotFoundError when missing."""
