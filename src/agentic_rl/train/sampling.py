@@ -39,9 +39,13 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
 
     def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
             max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float) -> list[Trajectory]:
-        batch = max(group_size, min(max_batch, len(tasks) * group_size))
-        if batch not in engines:  # the KV cache is sized by the batch: keep one engine per size
+        # One engine (one fused weight copy, one KV cache) serves training and evaluation rollouts alike:
+        # episodes beyond its rows wait for free ones. It is rebuilt only if a group needs more rows.
+        batch = max(group_size, max_batch)
+        if not engines or max(engines) < batch:
+            engines.clear()
             engines[batch] = RolloutEngine(policy, max_context=max_context, max_batch=batch)
+        batch = max(engines)
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                                   greedy=greedy, seed=int(seeds[0]) if seeds else None)
         return rollout(engines[batch], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
