@@ -40,7 +40,20 @@ def render(demo: dict) -> str:
         lines.append(f"| {r['stage']} | {_pct(r['success'])} | {_pct(r['ci'][0])}–{_pct(r['ci'][1])} | "
                      f"{_num(r['mean_steps'])} | {_num(r['steps_success'])} | {_num(r['mean_reward'])} | "
                      f"{_pct(r['perturbed'])} | {_num(r['robustness'])} |")
+    families = s["families"]
+    if any(r.get("by_family") for r in demo["rows"]):
+        lines += ["", "Held-out success per task family (" + ", ".join(
+                  f"`{f}`: {_NEEDS.get(f, 'see docs/envs/tool_use.md')}" for f in families) + "):", "",
+                  "| policy | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
+        for r in demo["rows"]:
+            by_family = r.get("by_family") or {}
+            lines.append(f"| {r['stage']} | " + " | ".join(_pct(by_family.get(f)) for f in families) + " |")
     return "\n".join(lines)
+
+
+#: what each family needs, for the table's caption
+_NEEDS = {"direct": "no tool (the answer is in the question)", "calc": "calculator", "convert": "convert",
+          "lookup": "lookup", "lookup_calc": "lookup, then calculator", "compare": "a lookup per entity"}
 
 
 def main() -> None:

@@ -11,10 +11,13 @@ Stages:
 
 The tasks need *strategy*, not only format: some questions are answered from the prompt (a tool only
 costs a step), some need one tool, some two in sequence. The teacher's mistakes are per-family habits
-(it calls tools it does not need, guesses where it needs one) and at the demo's skill the habit is the
-majority in every family, so greedy imitation lands on the habit — wrong on every family that needs a
-tool. RL has to find the minority behaviour that the sampled policy still shows, and learns *when* to
-call *which* tool. Held-out success is reported greedy and sampled at the training temperature.
+(it calls tools it does not need, guesses where it needs one). Measured on this model, SFT does not
+learn per-family habits: its first move follows the *global* majority of the demonstrations' first
+moves (see docs/envs/tool_use.md). So the teacher's skill is set where most demonstrations start by
+answering: greedy imitation then answers at once — right only where no tool is needed, never by
+accident on a family that needs one — while the sampled policy still calls tools often enough for RL
+to learn *when* to call *which* tool. Held-out success is reported greedy and sampled at the training
+temperature, and per family.
 
 Usage: ``python -m agentic_rl.demo [--quick] [--model NAME_OR_DIR] [--run-dir DIR] [--set key=value ...]``.
 """
@@ -29,14 +32,18 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
 FAMILIES = ("direct", "calc", "lookup", "lookup_calc")
-#: the demo's curriculum levels. The env's own level 0 (``direct``: never call a tool) alone would teach
-#: "never call tools" first (measured: held-out success fell from 52 % to 27 % in 4 iterations), so the
-#: first level pairs it with ``calc``: the contrast *when* to call a tool is what is learnt first.
-DEMO_LEVELS = {"direct": 0, "calc": 0, "convert": 0, "lookup": 1, "lookup_calc": 2, "compare": 3}
+#: the demo's curriculum levels, each a *contrast* to learn: level 0 pairs "answer from the question"
+#: (``direct``) with "needs the calculator" (``calc``); level 1 pairs one lookup (``lookup``) with a lookup
+#: followed by a calculation (``lookup_calc``). Measured: a level of ``direct`` alone taught "never call
+#: tools" (held-out 52 % → 27 % in 4 iterations), and a level of ``lookup`` alone taught "answer after a
+#: lookup", which cut the SFT policy's chance of calling the calculator after a lookup on ``lookup_calc``
+#: questions from 14 % to 5 % before it ever trained on them.
+DEMO_LEVELS = {"direct": 0, "calc": 0, "convert": 0, "lookup": 1, "lookup_calc": 1, "compare": 2}
 
 
 @dataclass
@@ -57,10 +64,13 @@ class DemoSettings:
     sft_epochs: int = 1
     sft_lr: float = 2e-4
     sft_batch_size: int = 8
+    sft_schedule: str = "cosine"  # decays to 10 % of sft_lr: the last steps must not swing the policy
+    sft_warmup_steps: int = 4
     rl_iterations: int = 8
     tasks_per_iteration: int = 8
     group_size: int = 8
     lr: float = 8e-5
+    minibatches: int = 4  # optimizer steps per iteration (one pass over the batch)
     max_invalid_actions: int = 2  # an episode of unusable actions ends early (saves time, same verdict)
     temperature: float = 1.0
     temperature_final: float = 0.7
@@ -85,6 +95,7 @@ class Row:
     mean_reward: float
     perturbed: float | None = None
     robustness: float | None = None
+    by_family: dict[str, float] = field(default_factory=dict)  # clean success per task family
 
 
 @dataclass
@@ -99,12 +110,16 @@ class DemoResult:
         return next(r for r in self.rows if r.stage == stage)
 
 
-def _row(stage: str, result: Any, perturbation: str | None) -> Row:
+def _row(stage: str, result: Any, perturbation: str | None, families: dict[str, str]) -> Row:
     clean = result.clean
     pert = result.perturbed.get(perturbation) if perturbation else None
+    outcomes: dict[str, list[bool]] = {}
+    for traj in result.trajectories:
+        outcomes.setdefault(families.get(traj.task_id, "?"), []).append(bool(traj.success))
     return Row(stage, clean.success_rate, (clean.success_ci_low, clean.success_ci_high), clean.mean_steps,
                clean.mean_steps_success, clean.mean_reward, pert.success_rate if pert else None,
-               result.robustness.get(perturbation) if pert else None)
+               result.robustness.get(perturbation) if pert else None,
+               {name: sum(won) / len(won) for name, won in outcomes.items()})
 
 
 def build_tasks(settings: DemoSettings) -> tuple[Any, list[Any]]:
@@ -166,13 +181,14 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     def measure(stage: str, policy: Any, *, greedy: bool = True, perturb: bool = True) -> tuple[Row, Any]:
         result = evaluate(policy, env_id, test_tasks, greedy=greedy, temperature=settings.temperature,
                           perturbations=[pert] if perturb and pert else [], label=stage, **common)
-        row = _row(stage, result, pert if perturb else None)
+        row = _row(stage, result, pert if perturb else None, families)
         rows.append(row)
         return row, result
 
     rows: list[Row] = []
     stages.begin("load the model and the tasks")
     tasks, test_tasks = build_tasks(settings)
+    families = {t.id: str(t.data.get("family")) for t in test_tasks}
     policy = load_policy(settings.model)
     layers = len(policy.model.model.layers) if hasattr(policy.model, "model") else settings.trainable_layers
     policy = load_policy(settings.model, trainable_layers=min(settings.trainable_layers, layers))
@@ -188,6 +204,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     sft = train_sft(policy=policy, tasks=tasks, run_dir=str(run_dir / "sft"), env_id=env_id,
                     max_turns=settings.max_turns, demos=settings.demos, expert_skill=settings.teacher_skill,
                     sft_epochs=settings.sft_epochs, sft_lr=settings.sft_lr, sft_batch_size=settings.sft_batch_size,
+                    lr_schedule=settings.sft_schedule, warmup_steps=settings.sft_warmup_steps,
                     sft_eval_success=False, seed=settings.seed,
                     progress=lambda m: console.print(f"  epoch {m.get('epoch')}/{m.get('epochs')}: train loss "
                                                      f"{m.get('loss/sft', float('nan')):.3f}, validation loss "
@@ -210,7 +227,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
 
     rl_fields = dict(run_dir=str(rl_dir), env_id=env_id, max_turns=settings.max_turns,
                      iterations=settings.rl_iterations, tasks_per_iteration=settings.tasks_per_iteration,
-                     group_size=settings.group_size, lr=settings.lr, temperature=settings.temperature,
+                     group_size=settings.group_size, lr=settings.lr, minibatches=settings.minibatches, temperature=settings.temperature,
                      temperature_final=settings.temperature_final, max_new_tokens=settings.max_new_tokens,
                      eval_every=settings.eval_every, eval_tasks=settings.eval_tasks, use_curriculum=True,
                      seed=settings.seed, advantage="grpo", env_kwargs=env_kwargs,
@@ -262,6 +279,13 @@ def _print_table(console: Console, result: DemoResult, settings: DemoSettings) -
         table.add_row(r.stage, _pct(r.success), f"{_pct(r.ci[0])}–{_pct(r.ci[1])}", _num(r.mean_steps),
                       _num(r.steps_success), _num(r.mean_reward), _pct(r.perturbed), _num(r.robustness))
     console.print(table)
+    by_family = Table(title="held-out success per family: when to call which tool")
+    by_family.add_column("policy")
+    for family in settings.families:
+        by_family.add_column(family, justify="right")
+    for r in result.rows:
+        by_family.add_row(r.stage, *(_pct(r.by_family.get(family)) for family in settings.families))
+    console.print(by_family)
     total = sum(result.seconds.values())
     console.print(f"Total {total:.0f} s ({', '.join(f'{k}: {v:.0f} s' for k, v in result.seconds.items())}).")
     console.print(f"Report: {result.report}")
@@ -274,15 +298,20 @@ def parse_settings(argv: list[str] | None = None) -> DemoSettings:
     parser.add_argument("--model", default=None, help="embedded model name or a local HF model directory")
     parser.add_argument("--run-dir", default=None)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a demo setting (e.g. --set rl_iterations=4); unknown keys are errors")
+                        help="override a demo setting (e.g. --set rl_iterations=4; unknown keys are errors), or "
+                             "pass a flat RL config field through with an rl. prefix (e.g. --set rl.kl_coef=0.01)")
     args = parser.parse_args(argv)
     settings = DemoSettings()
     if args.quick:
         settings = replace(settings, quick=True, **QUICK)
     known = {f.name: f for f in fields(DemoSettings)}
     updates: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     for item in args.set:
         key, sep, raw = item.partition("=")
+        if sep and key.startswith("rl.") and len(key) > 3:
+            extra[key[3:]] = yaml.safe_load(raw)  # checked by train_rl's typed config, which names the field
+            continue
         if not sep or key not in known or key == "extra":
             parser.error(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(known))}")
         current = getattr(settings, key)
@@ -296,6 +325,8 @@ def parse_settings(argv: list[str] | None = None) -> DemoSettings:
         except ValueError:
             parser.error(f"--set {item!r}: {raw!r} is not a valid {type(current).__name__}")
         updates[key] = value
+    if extra:
+        updates["extra"] = extra
     if args.model:
         updates["model"] = args.model
     if args.run_dir:

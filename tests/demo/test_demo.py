@@ -25,11 +25,15 @@ def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
     teacher = result.rows[1]
     assert 0.0 < teacher.success < 1.0  # the imperfect teacher solves some held-out tasks, not all
     assert result.row("RL (greedy)").perturbed is not None  # robustness measured on the perturbation
+    for row in result.rows:  # success per family: which kinds of question the policy gets right
+        assert set(row.by_family) == set(settings.families)
+        assert sum(row.by_family.values()) / len(row.by_family) == pytest.approx(row.success)
     assert result.report is not None and result.report.exists() and "<svg" in result.report.read_text()
     saved = json.loads((tmp_path / "demo" / "demo.json").read_text())
     assert [r["stage"] for r in saved["rows"]] == stages
     printed = console.export_text()
     assert "imitation → strategy" in printed and "agentic-rl doctor" in printed
+    assert "when to call which tool" in printed and "lookup_calc" in printed
 
 
 def test_settings_overrides_are_checked():
@@ -38,3 +42,5 @@ def test_settings_overrides_are_checked():
         parse_settings(["--set", "no_such_knob=1"])
     with pytest.raises(SystemExit):
         parse_settings(["--set", "rl_iterations=many"])
+    passed = parse_settings(["--set", "rl.kl_coef=0.01", "--set", "rl.lr_schedule=cosine"])
+    assert passed.extra == {"kl_coef": 0.01, "lr_schedule": "cosine"}  # RL config fields, checked by train_rl

@@ -95,7 +95,7 @@ def test_habits_are_the_documented_mistakes(test_env):
         kinds = ["tool" if a.startswith("<tool>") else "answer" for a, *_ in turns]
         assert env.state()["expert_habit"] is True
         expected = {"direct": ["tool", "answer"], "calc": ["answer"], "convert": ["answer"], "lookup": ["answer"],
-                    "lookup_calc": ["tool", "answer"], "compare": ["tool", "answer"]}[family]
+                    "lookup_calc": ["answer"], "compare": ["tool", "answer"]}[family]
         assert kinds == expected, (family, turns)
         assert ok is (family == "direct"), family  # a habit's guess is never right by accident
 

@@ -20,8 +20,8 @@ answer's correctness alone. ``max_steps`` (default 6) without an answer truncate
 The scripted expert (``expert_action(skill)``) at skill 1.0 makes exactly the needed calls, then answers.
 Below 1.0 it decides once per episode, with probability ``1 − skill``, to follow its family's *habit*:
 ``direct`` calls the tool that would compute the stated value, then answers (right, one step wasted);
-``calc``/``convert``/``lookup`` guess a wrong nearby value without a tool; ``lookup_calc`` looks up, then
-guesses the arithmetic; ``compare`` looks up the first entity only, then names a wrong one.
+``calc``/``convert``/``lookup``/``lookup_calc`` guess a wrong nearby value without a tool; ``compare`` looks
+up the first entity only, then names a wrong one.
 ``state()["expert_habit"]`` shows the decision (None until the expert first acts).
 """
 
@@ -274,7 +274,7 @@ class ToolUseEnv(Env):
             if call and self._key(call) not in self._ok_results:
                 return self._call_text(call)
             return answer(format_value(truth))
-        if family in ("lookup_calc", "compare") and needed and not self._needed_done[0]:
+        if family == "compare" and needed and not self._needed_done[0]:
             return self._call_text(needed[0])
         return answer(format_value(self._wrong_guess(truth)))
 

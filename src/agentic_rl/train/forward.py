@@ -12,6 +12,7 @@ sampling logprobs recorded in the ledger serve as PPO's old logprobs without ano
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -47,9 +48,8 @@ def policy_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, 
     of the state *before* token ``t`` was sampled (the hidden state of position ``t-1``).
     """
     base = unwrap(model)
-    decoder = base.get_decoder()
     head = base.get_output_embeddings()
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    hidden = decoder_states(base.get_decoder(), input_ids, attention_mask)
     select = loss_mask[:, 1:] > 0  # [B, L-1]: position t-1 predicts token t
     rows = hidden[:, :-1][select]  # [N, H]
     logits = head(rows).float() / temperature
@@ -67,6 +67,47 @@ def policy_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, 
         entropy = scatter(-(log_probs.exp() * log_probs).sum(-1))
     values = scatter(value_head(rows.detach()).squeeze(-1).float()) if value_head is not None else None
     return ForwardOut(scatter(token_logprobs), entropy, values)
+
+
+#: a shared prefix shorter than this is not worth a separate decoder call
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prefix_length(input_ids: Tensor, attention_mask: Tensor) -> int:
+    """How many leading tokens every row of a right-padded batch has in common (0 for one row)."""
+    if input_ids.shape[0] < 2:
+        return 0
+    limit = int(attention_mask.sum(-1).min())
+    same = (input_ids[:, :limit] == input_ids[:1, :limit]).all(0)
+    differs = (~same).nonzero()
+    return int(differs[0]) if len(differs) else limit
+
+
+def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+    """The decoder's last hidden states ``[B, L, H]`` for a right-padded batch.
+
+    Rows that start with the same tokens (every ledger starts with the env's system prompt; the samples
+    of a GRPO group share the whole task prompt) run that prefix **once**: its keys/values are repeated
+    across the batch and the rest of each row attends to them. Gradients flow through the shared part
+    into the prefix (summed over the rows), so values and gradients equal the plain per-row forward up
+    to float rounding, at roughly ``(P + B·(L-P)) / (B·L)`` of its cost.
+    """
+    batch = input_ids.shape[0]
+    shared = shared_prefix_length(input_ids, attention_mask)
+    # the suffix must keep at least one token, and a short prefix saves less than the extra call costs
+    shared = min(shared, input_ids.shape[1] - 1)
+    if shared < MIN_SHARED_PREFIX:
+        return decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    # transformers 5 renamed the keyword (``past_key_values`` → ``cache``); accept both
+    name = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
+    cache.batch_repeat_interleave(batch)
+    rest = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, use_cache=True,
+                   **{name: cache}).last_hidden_state
+    return torch.cat([prefix.last_hidden_state.expand(batch, -1, -1), rest], dim=1)
 
 
 class ValueHead(nn.Module):
