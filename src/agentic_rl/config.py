@@ -106,7 +106,10 @@ class TrainConfig(_Section):
     seed: int = 0
     filter_zero_variance: bool = Field(True, description="drop groups whose rewards are all equal")
     replay_capacity: int = Field(0, ge=0, description="past successful trajectories kept (0 = off)")
-    replay_samples: int = Field(4, ge=0, description="replayed per iteration")
+    replay_max_group_success: float = Field(1.0, ge=0.0, le=1.0, description=(
+        "keep only successes from groups that succeeded at most this often: < 1 replays the rare, hard-won "
+        "successes (a new skill) rather than what the policy already does reliably"))
+    replay_samples: int = Field(4, ge=0, description="replayed per iteration (split over its optimizer steps)")
     replay_coef: float = Field(0.0, ge=0.0, description="weight of the NLL loss on replayed successes")
     sft_mix_coef: float = Field(0.0, ge=0.0, description="weight of the NLL loss on SFT demonstrations")
     sft_mix_samples: int = Field(4, ge=0)

@@ -71,6 +71,19 @@ def test_replay_keeps_recent_successes_with_a_ledger():
     assert [t.task_id for t in restored.sample(2)] == [t.task_id for t in buffer.sample(2)]
 
 
+def test_replay_can_keep_only_rare_successes():
+    seg = Segment([1, 2], [0, 1], [0.0, -1.0])
+
+    def group(name: str, wins: int, size: int = 4) -> list[Trajectory]:
+        return [Trajectory(f"{name}{i}", segments=[seg], success=i < wins, group=name) for i in range(size)]
+
+    buffer = ReplayBuffer(capacity=8, max_group_success=0.25)
+    # one success in four is a skill being found; three in four is one the policy already has
+    assert buffer.add(group("rare", 1) + group("common", 3)) == 1
+    assert [t.task_id for t in buffer.items] == ["rare0"]
+    assert ReplayBuffer(capacity=8).add(group("rare", 1) + group("common", 3)) == 4  # default: every success
+
+
 def test_schedules():
     assert [round(lr_factor(s, total_steps=10, warmup_steps=4), 2) for s in range(5)] == [0.25, 0.5, 0.75, 1.0, 1.0]
     assert lr_factor(10, total_steps=10, schedule="cosine", min_ratio=0.1) == 0.1

@@ -16,8 +16,9 @@ class ReplayBuffer:
     elsewhere (e.g. easier curriculum levels it no longer samples).
     """
 
-    def __init__(self, capacity: int, seed: int = 0):
+    def __init__(self, capacity: int, seed: int = 0, max_group_success: float = 1.0):
         self.capacity = capacity
+        self.max_group_success = max_group_success
         self.items: list[Trajectory] = []
         self.rng = random.Random(seed)
 
@@ -25,10 +26,21 @@ class ReplayBuffer:
         return len(self.items)
 
     def add(self, trajectories: Iterable[Trajectory]) -> int:
-        """Add the successful, error-free trajectories that have a token ledger; return how many."""
+        """Add the successful, error-free trajectories that have a token ledger; return how many.
+
+        With ``max_group_success < 1`` a success is kept only when its group (``traj.group``: the samples
+        of one task in one batch) succeeded at most that often — a rare success is a skill the policy is
+        only starting to find, and imitating it spreads it faster than the advantage alone.
+        """
+        trajectories = list(trajectories)
+        outcomes: dict[Any, list[bool]] = {}
+        for traj in trajectories:
+            outcomes.setdefault(traj.group, []).append(bool(traj.success))
         added = 0
         for traj in trajectories:
-            if traj.success and not traj.is_error and traj.segments and self.capacity > 0:
+            group = outcomes[traj.group]
+            rare = sum(group) / len(group) <= self.max_group_success
+            if traj.success and not traj.is_error and traj.segments and self.capacity > 0 and rare:
                 self.items.append(traj)
                 added += 1
         if len(self.items) > self.capacity:

@@ -103,7 +103,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
     sampler = TaskSampler(train_tasks, curriculum=cur.use_curriculum, start_level=cur.start_level,
                           promote_threshold=cur.promote_threshold, demote_threshold=cur.demote_threshold,
                           window=cur.curriculum_window, lower_level_mix=cur.lower_level_mix, seed=t.seed)
-    replay = ReplayBuffer(t.replay_capacity, seed=t.seed)
+    replay = ReplayBuffer(t.replay_capacity, seed=t.seed, max_group_success=t.replay_max_group_success)
     rollout_fn = rollout_fn or engine_rollout_fn(policy, env or e.env_id, e.env_kwargs)
     eval_tasks = list(heldout)[: cfg.eval.eval_tasks] if len(heldout) else list(train_tasks)[: cfg.eval.eval_tasks]
     loss_fn = policy_loss(a.loss)
@@ -172,18 +172,19 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             step_metrics: list[dict[str, float]] = []
             tripped = None
             for _epoch in range(t.update_epochs if samples else 0):
-                for part in minibatch_indices(len(samples), t.minibatches, gen):
+                for step, part in enumerate(minibatch_indices(len(samples), t.minibatches, gen)):
                     result = policy_step(model, [samples[i] for i in part], loss_fn=loss_fn,
                                          loss_kwargs=loss_kwargs, temperature=temperature,
                                          token_budget=t.token_budget, pad_token_id=pad_id, value_head=value_head,
                                          vf_coef=a.vf_coef, value_clip=a.value_clip, kl_limit=g.kl_limit,
                                          halt_on_nan=g.halt_on_nan, device=device)
                     tripped = result.tripped
-                    if tripped is None and aux:
-                        nll_loss(model, aux, token_budget=t.token_budget, pad_token_id=pad_id,
+                    # each optimizer step imitates its own slice of the replayed / SFT samples
+                    if tripped is None and aux[step::t.minibatches]:
+                        nll_loss(model, aux[step::t.minibatches], token_budget=t.token_budget, pad_token_id=pad_id,
                                  coef=t.replay_coef / t.minibatches, device=device)
-                    if tripped is None and mix:
-                        nll_loss(model, mix, token_budget=t.token_budget, pad_token_id=pad_id,
+                    if tripped is None and mix[step::t.minibatches]:
+                        nll_loss(model, mix[step::t.minibatches], token_budget=t.token_budget, pad_token_id=pad_id,
                                  coef=t.sft_mix_coef / t.minibatches, device=device)
                     if tripped is None:
                         norm, tripped = clip_and_check(params, t.max_grad_norm, g.grad_norm_limit, g.halt_on_nan)
