@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         elapsed = time.perf_counter() - start
         cmd = f"python benchmarks/run_all.py --only {path.stem}" + (" --quick" if args.quick else "")
+        if path.stem == "demo" and os.environ.get("DEMO_JSON"):  # a finished `make demo` run, recorded
+            cmd = f"DEMO_JSON={os.environ['DEMO_JSON']} {cmd}"
         sections[path.stem] = {"date": date, "command": cmd, "seconds": round(elapsed, 1), "rows": rows}
         for row in rows:
             results[row["name"]] = {k: row.get(k) for k in ("value", "baseline", "ratio", "unit")} | {"date": date}
