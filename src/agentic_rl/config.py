@@ -119,7 +119,7 @@ class CurriculumConfig(_Section):
     use_curriculum: bool = False
     start_level: int = Field(0, ge=0)
     promote_threshold: float = Field(0.8, ge=0.0, le=1.0)
-    demote_threshold: float = Field(0.2, ge=0.0, le=1.0)
+    demote_threshold: float | None = Field(0.2, ge=0.0, le=1.0, description="None = never demote")
     curriculum_window: int = Field(32, ge=1, description="recent episodes of the level that count")
     lower_level_mix: float = Field(0.2, ge=0.0, le=1.0, description="share of tasks from easier levels")
 

@@ -32,6 +32,13 @@ def test_curriculum_starts_easy_promotes_and_demotes():
     assert events[0]["event"] == "demotion" and sampler.level == 0
 
 
+def test_curriculum_without_demotion_stays_at_a_hard_level():
+    sampler = TaskSampler(_tasks(), curriculum=True, window=4, promote_threshold=0.75, demote_threshold=None,
+                          lower_level_mix=0.0)
+    sampler.update(_episodes(sampler.sample(4), [True] * 4))
+    assert sampler.update(_episodes(sampler.sample(4), [False] * 4)) == [] and sampler.level == 1
+
+
 def test_lower_level_mix_keeps_practising_easier_levels():
     sampler = TaskSampler(_tasks(), curriculum=True, start_level=2, lower_level_mix=0.5, seed=1)
     levels = [t.difficulty for _ in range(20) for t in sampler.sample(10)]

@@ -4,7 +4,7 @@
 
 - **Curriculum** (``curriculum=True``): starts at ``start_level`` (the easiest by default). Once the last
   ``window`` episodes at the current level reach ``promote_threshold`` success it moves up a level; if
-  they fall to ``demote_threshold`` or below it moves down (each move restarts the window). A share
+  they fall to ``demote_threshold`` or below it moves down (``None``: never; each move restarts the window). A share
   ``lower_level_mix`` of the tasks comes from easier levels so earlier skills keep being practised.
   Without the curriculum, tasks are drawn uniformly from every level.
 - **Zero-variance dropping**: a task whose group of episodes all got the same reward gives GRPO-style
@@ -48,7 +48,7 @@ class TaskSampler:
     """Draws training tasks; see the module docstring for the curriculum and zero-variance rules."""
 
     def __init__(self, tasks: TaskSet, *, curriculum: bool = False, start_level: int = 0,
-                 promote_threshold: float = 0.8, demote_threshold: float = 0.2, window: int = 32,
+                 promote_threshold: float = 0.8, demote_threshold: float | None = 0.2, window: int = 32,
                  lower_level_mix: float = 0.2, zero_variance_patience: int = 2, zero_variance_cooldown: int = 5,
                  seed: int = 0):
         if len(tasks) == 0:
@@ -119,7 +119,7 @@ class TaskSampler:
         old = self.level
         if success >= self.promote_threshold and self.level_index < len(self.levels) - 1:
             self.level_index += 1
-        elif success <= self.demote_threshold and self.level_index > 0:
+        elif self.demote_threshold is not None and success <= self.demote_threshold and self.level_index > 0:
             self.level_index -= 1
         else:
             return []
