@@ -164,7 +164,8 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
                 score(kept, samples, estimator=a.advantage, gamma=a.gamma, lam=a.lam, norm_std=a.norm_std,
                       credit=a.credit, kl_penalty=a.kl_coef if a.kl_in == "reward" else 0.0)
             aux = samples_from_trajectories(replay.sample(t.replay_samples)) if t.replay_coef else []
-            mix = list(sft_samples or [])[: t.sft_mix_samples] if t.sft_mix_coef else []
+            mix = [sft_samples[i] for i in torch.randperm(len(sft_samples), generator=gen)[: t.sft_mix_samples]
+                   ] if t.sft_mix_coef and sft_samples else []  # a fresh draw of demonstrations each iteration
             timings["time/score_s"] = time.perf_counter() - tick
 
             # 4. update: epochs × minibatches optimizer steps (micro-batched, guarded)
