@@ -148,14 +148,18 @@ def demonstration_tasks(settings: DemoSettings, tasks: Any) -> list[Any]:
     calculator on a looked-up value) a few examples among a hundred, and the SFT policy took it after a
     lookup in 14 % of samples (49 % with this weighting).
     """
-    train = list(tasks.split("train"))
+    _check_weighting(settings)
     rng = random.Random(settings.seed)
     if settings.demo_weighting == "uniform":
-        return [train[rng.randrange(len(train))] for _ in range(settings.demos)]
-    if settings.demo_weighting != "steps":
-        raise ValueError(f"demo_weighting must be 'steps' or 'uniform', got {settings.demo_weighting!r}")
+        return list(tasks.split("train").sample(settings.demos, rng))
+    train = list(tasks.split("train"))
     weights = [1 + len(t.data.get("needed", [])) for t in train]
     return rng.choices(train, weights=weights, k=settings.demos)
+
+
+def _check_weighting(settings: DemoSettings) -> None:
+    if settings.demo_weighting not in ("steps", "uniform"):
+        raise ValueError(f"demo_weighting must be 'steps' or 'uniform', got {settings.demo_weighting!r}")
 
 
 class _Stages:
@@ -191,6 +195,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     from agentic_rl.train.sft import expert_conversations
 
     console = console or Console()
+    _check_weighting(settings)  # before minutes of work, not after
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2 if settings.quick else 4)))
     run_dir = Path(settings.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

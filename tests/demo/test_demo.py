@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from agentic_rl.demo import QUICK, DemoSettings, parse_settings, run_demo
+from agentic_rl.demo import QUICK, DemoSettings, build_tasks, demonstration_tasks, parse_settings, run_demo
 
 
 def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
@@ -44,3 +44,18 @@ def test_settings_overrides_are_checked():
         parse_settings(["--set", "rl_iterations=many"])
     passed = parse_settings(["--set", "rl.kl_coef=0.01", "--set", "rl.lr_schedule=cosine"])
     assert passed.extra == {"kl_coef": 0.01, "lr_schedule": "cosine"}  # RL config fields, checked by train_rl
+
+
+def test_demonstrations_are_weighted_by_the_decisions_a_task_needs():
+    settings = replace(DemoSettings(), demos=400)
+    tasks, _ = build_tasks(settings)
+    count = {f: 0 for f in settings.families}
+    for task in demonstration_tasks(settings, tasks):
+        assert task.split == "train"  # never a held-out task
+        count[task.data["family"]] += 1
+    # weights 1 : 2 : 2 : 3 (no tool, one tool, one tool, two tools) over equally many tasks per family
+    assert count["lookup_calc"] > 1.2 * count["calc"] and count["calc"] > 1.4 * count["direct"], count
+    uniform = demonstration_tasks(replace(settings, demo_weighting="uniform", demos=100), tasks)
+    assert len({t.id for t in uniform}) == 100  # uniform: distinct tasks, as before
+    with pytest.raises(ValueError, match="demo_weighting"):
+        demonstration_tasks(replace(settings, demo_weighting="by_mood"), tasks)
