@@ -41,6 +41,11 @@ def rows_from(demo: dict[str, Any], seconds: float, note: str) -> list[dict]:
     ]
 
 
+def command_env() -> str:
+    """The environment part of the recorded command (``run_all.py`` prefixes it)."""
+    return f"DEMO_JSON={os.environ['DEMO_JSON']} " if os.environ.get("DEMO_JSON") else ""
+
+
 def run(quick: bool = False) -> list[dict]:
     finished = os.environ.get("DEMO_JSON")
     if finished:

@@ -64,15 +64,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {path.stem}", flush=True)
         start = time.perf_counter()
         try:
-            rows = _load(path).run(quick=args.quick)
+            module = _load(path)
+            rows = module.run(quick=args.quick)
         except Exception:  # a broken benchmark must not hide the others' results
             traceback.print_exc()
             failed.append(path.stem)
             continue
         elapsed = time.perf_counter() - start
-        cmd = f"python benchmarks/run_all.py --only {path.stem}" + (" --quick" if args.quick else "")
-        if path.stem == "demo" and os.environ.get("DEMO_JSON"):  # a finished `make demo` run, recorded
-            cmd = f"DEMO_JSON={os.environ['DEMO_JSON']} {cmd}"
+        # a benchmark may name environment variables that changed what it measured (``command_env()``)
+        env_prefix = getattr(module, "command_env", lambda: "")()
+        cmd = f"{env_prefix}python benchmarks/run_all.py --only {path.stem}" + (" --quick" if args.quick else "")
         sections[path.stem] = {"date": date, "command": cmd, "seconds": round(elapsed, 1), "rows": rows}
         for row in rows:
             results[row["name"]] = {k: row.get(k) for k in ("value", "baseline", "ratio", "unit")} | {"date": date}

@@ -11,17 +11,7 @@ import json
 import re
 from pathlib import Path
 
-
-def _missing(value) -> bool:
-    return value is None or value != value  # None or NaN
-
-
-def _pct(value) -> str:
-    return "-" if _missing(value) else f"{value:.0%}"
-
-
-def _num(value) -> str:
-    return "-" if _missing(value) else f"{value:.2f}"
+from agentic_rl.demo import num, pct
 
 
 def render(demo: dict) -> str:
@@ -37,9 +27,9 @@ def render(demo: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in demo["rows"]:
-        lines.append(f"| {r['stage']} | {_pct(r['success'])} | {_pct(r['ci'][0])}–{_pct(r['ci'][1])} | "
-                     f"{_num(r['mean_steps'])} | {_num(r['steps_success'])} | {_num(r['mean_reward'])} | "
-                     f"{_pct(r['perturbed'])} | {_num(r['robustness'])} |")
+        lines.append(f"| {r['stage']} | {pct(r['success'])} | {pct(r['ci'][0])}–{pct(r['ci'][1])} | "
+                     f"{num(r['mean_steps'])} | {num(r['steps_success'])} | {num(r['mean_reward'])} | "
+                     f"{pct(r['perturbed'])} | {num(r['robustness'])} |")
     families = s["families"]
     if any(r.get("by_family") for r in demo["rows"]):
         lines += ["", "Held-out success per task family (" + ", ".join(
@@ -47,7 +37,7 @@ def render(demo: dict) -> str:
                   "| policy | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
         for r in demo["rows"]:
             by_family = r.get("by_family") or {}
-            lines.append(f"| {r['stage']} | " + " | ".join(_pct(by_family.get(f)) for f in families) + " |")
+            lines.append(f"| {r['stage']} | " + " | ".join(pct(by_family.get(f)) for f in families) + " |")
     return "\n".join(lines)
 
 

@@ -291,11 +291,13 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     return result
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
+    """A table cell for a rate: ``73%``, or ``-`` for missing / NaN (also used by scripts/demo_table.py)."""
     return "-" if value is None or value != value else f"{value:.0%}"
 
 
-def _num(value: float | None) -> str:
+def num(value: float | None) -> str:
+    """A table cell for a number: two decimals, or ``-`` for missing / NaN."""
     return "-" if value is None or value != value else f"{value:.2f}"
 
 
@@ -305,15 +307,15 @@ def _print_table(console: Console, result: DemoResult, settings: DemoSettings) -
                    f"success ({settings.perturbation})", "robustness"):
         table.add_column(column, justify="right" if column != "policy" else "left")
     for r in result.rows:
-        table.add_row(r.stage, _pct(r.success), f"{_pct(r.ci[0])}–{_pct(r.ci[1])}", _num(r.mean_steps),
-                      _num(r.steps_success), _num(r.mean_reward), _pct(r.perturbed), _num(r.robustness))
+        table.add_row(r.stage, pct(r.success), f"{pct(r.ci[0])}–{pct(r.ci[1])}", num(r.mean_steps),
+                      num(r.steps_success), num(r.mean_reward), pct(r.perturbed), num(r.robustness))
     console.print(table)
     by_family = Table(title="held-out success per family: when to call which tool")
     by_family.add_column("policy")
     for family in settings.families:
         by_family.add_column(family, justify="right")
     for r in result.rows:
-        by_family.add_row(r.stage, *(_pct(r.by_family.get(family)) for family in settings.families))
+        by_family.add_row(r.stage, *(pct(r.by_family.get(family)) for family in settings.families))
     console.print(by_family)
     total = sum(result.seconds.values())
     console.print(f"Total {total:.0f} s ({', '.join(f'{k}: {v:.0f} s' for k, v in result.seconds.items())}).")

@@ -128,7 +128,6 @@ class RolloutEngine:
         self.format = chat_format(self.tokenizer)
         self.stop_ids = set(self.format.stop_ids)
         self.decoder = KVDecoder(policy.model, capacity=max_batch, max_context=max_context)
-        self.generator = torch.Generator(device=self.decoder.device)
         self._seed = 0
         self._seq_base = 0
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "decode_tokens": 0, "shared_prefills": 0}
@@ -141,7 +140,6 @@ class RolloutEngine:
     def prepare(self, seed: int | None = None) -> None:
         self.decoder.sync()
         if seed is not None:
-            self.generator.manual_seed(seed)
             self._seed = seed
             self._seq_base = self._next_id  # sequences are numbered from here for their random keys
 
@@ -294,8 +292,7 @@ class RolloutEngine:
             torch.tensor([p.temperature for p in params], device=dev, dtype=torch.float32),
             torch.tensor([p.top_p for p in params], device=dev, dtype=torch.float32),
             torch.tensor([p.greedy for p in params], device=dev),
-            self.generator,
-            torch.tensor(uniforms, device=dev, dtype=torch.float64),
+            uniforms=torch.tensor(uniforms, device=dev, dtype=torch.float64),
         )
         finished = []
         for sid, token, logprob in zip(seq_ids, tokens.tolist(), logprobs.tolist(), strict=True):

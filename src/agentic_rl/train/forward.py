@@ -12,6 +12,7 @@ sampling logprobs recorded in the ledger serve as PPO's old logprobs without ano
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,6 +84,12 @@ def shared_prefix_length(input_ids: Tensor, attention_mask: Tensor) -> int:
     return int(differs[0]) if len(differs) else limit
 
 
+@functools.cache
+def _cache_keyword(decoder_type: type) -> str:
+    """transformers 5 renamed the decoder's ``past_key_values`` keyword to ``cache``; accept both."""
+    return "cache" if "cache" in inspect.signature(decoder_type.forward).parameters else "past_key_values"
+
+
 def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
     """The decoder's last hidden states ``[B, L, H]`` for a right-padded batch.
 
@@ -101,8 +108,7 @@ def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
     from transformers import DynamicCache
 
     cache = DynamicCache()
-    # transformers 5 renamed the keyword (``past_key_values`` → ``cache``); accept both
-    name = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    name = _cache_keyword(type(decoder))
     prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
     cache.batch_repeat_interleave(batch)
     rest = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, use_cache=True,

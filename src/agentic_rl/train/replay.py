@@ -33,12 +33,16 @@ class ReplayBuffer:
         only starting to find, and imitating it spreads it faster than the advantage alone.
         """
         trajectories = list(trajectories)
+
+        def group_of(traj: Trajectory) -> Any:  # an ungrouped trajectory is a group of its own
+            return traj.group if traj.group is not None else id(traj)
+
         outcomes: dict[Any, list[bool]] = {}
         for traj in trajectories:
-            outcomes.setdefault(traj.group, []).append(bool(traj.success))
+            outcomes.setdefault(group_of(traj), []).append(bool(traj.success))
         added = 0
         for traj in trajectories:
-            group = outcomes[traj.group]
+            group = outcomes[group_of(traj)]
             rare = sum(group) / len(group) <= self.max_group_success
             if traj.success and not traj.is_error and traj.segments and self.capacity > 0 and rare:
                 self.items.append(traj)

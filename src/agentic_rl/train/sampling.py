@@ -35,20 +35,17 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
     """
     from agentic_rl.rollout import RolloutEngine, SamplingParams, rollout
 
-    engines: dict[int, Any] = {}
+    engine: list[Any] = []  # at most one
 
     def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
             max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float) -> list[Trajectory]:
         # One engine (one fused weight copy, one KV cache) serves training and evaluation rollouts alike:
         # episodes beyond its rows wait for free ones. It is rebuilt only if a group needs more rows.
-        batch = max(group_size, max_batch)
-        if not engines or max(engines) < batch:
-            engines.clear()
-            engines[batch] = RolloutEngine(policy, max_context=max_context, max_batch=batch)
-        batch = max(engines)
+        if not engine or engine[0].max_batch < group_size:
+            engine[:] = [RolloutEngine(policy, max_context=max_context, max_batch=max(group_size, max_batch))]
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                                   greedy=greedy, seed=int(seeds[0]) if seeds else None)
-        return rollout(engines[batch], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
+        return rollout(engine[0], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
                        max_turns=max_turns, epsilon=epsilon, env_kwargs=env_kwargs, memory_budget=memory_budget)
 
     return run
