@@ -79,6 +79,7 @@ class _Run:
     # -- main loop -----------------------------------------------------------------------------
     def run(self) -> list[Trajectory]:
         self.engine.prepare(self.sampling.seed)
+        self._start_first_groups()
         while self.finished < self.total:
             self._admit()
             decoding = self.engine.has_work()
@@ -104,6 +105,20 @@ class _Run:
                 ep.slot = self.free_slots.popleft()
                 self.by_slot[ep.slot] = ep
                 self.pool.submit_reset(ep.slot, seed=ep.seed, options={"task": ep.task})
+
+    def _start_first_groups(self) -> None:
+        """Start the first admitted groups together, in slot order, once all their resets are back.
+
+        Which episodes share a decode step changes the step's float rounding (and so the recorded
+        logprobs); starting the first groups as their resets happen to arrive made two identical runs
+        differ in the last bits. Waiting costs one reset's latency; later admissions still overlap.
+        """
+        self._admit()
+        expected, records = self._reserved(), []
+        while len(records) < expected:
+            records.extend(self.pool.results(timeout=None))
+        for record in sorted(records, key=lambda r: r.slot):
+            self._on_record(record)
 
     def _reserved(self) -> int:
         """Engine rows promised to groups whose resets are still in flight."""
