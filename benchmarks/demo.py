@@ -1,7 +1,8 @@
 """The main job's wall time and learning table (``python -m agentic_rl.demo`` in-process).
 
 Rows: demo wall time against the 10-minute goal (set-up excluded), held-out greedy success of SFT and
-RL (goal: RL ≥ 90 % and ≥ 30 points above SFT), mean steps on successes SFT → RL (goal: falls), and
+RL (goal: RL ≥ 90 % and ≥ 30 points above SFT), mean steps on successes SFT → RL (goal: falls; also on
+the tasks both solve, where only unneeded calls can differ), and
 robustness on the perturbed env (goal ≥ 0.8).
 
 ``DEMO_JSON=runs/demo/demo.json python benchmarks/run_all.py --only demo`` records a finished
@@ -36,9 +37,19 @@ def rows_from(demo: dict[str, Any], seconds: float, note: str) -> list[dict]:
         {"name": "demo/steps_on_success", "value": rl["steps_success"], "baseline": sft["steps_success"],
          "ratio": round(rl["steps_success"] / sft["steps_success"], 3) if sft["steps_success"] else None,
          "unit": "steps", "goal": "ratio < 1", "note": note},
+        *_paired_row(demo.get("paired_steps") or {}, note),
         {"name": "demo/rl_robustness", "value": rl["perturbed"], "baseline": rl["success"], "ratio": rl["robustness"],
          "unit": f"success on '{perturbation}'", "goal": "ratio ≥ 0.8", "note": note},
     ]
+
+
+def _paired_row(paired: dict[str, Any], note: str) -> list[dict]:
+    """Steps SFT → RL on the held-out tasks both solve (same tasks, so only wasted calls can differ)."""
+    if not paired.get("tasks"):
+        return []
+    return [{"name": "demo/steps_on_tasks_both_solve", "value": paired["rl"], "baseline": paired["sft"],
+             "ratio": round(paired["rl"] / paired["sft"], 3), "unit": f"steps ({paired['tasks']} tasks)",
+             "goal": "ratio < 1", "note": note}]
 
 
 def command_env() -> str:
@@ -59,7 +70,7 @@ def run(quick: bool = False) -> list[dict]:
     start = time.perf_counter()
     result = run_demo(settings)
     seconds = time.perf_counter() - start
-    demo = {"settings": asdict(settings), "rows": [asdict(r) for r in result.rows]}
+    demo = {"settings": asdict(settings), "rows": [asdict(r) for r in result.rows], "paired_steps": result.paired_steps}
     return rows_from(demo, seconds, "quick" if quick else "full")
 
 

@@ -38,6 +38,10 @@ def render(demo: dict) -> str:
         for r in demo["rows"]:
             by_family = r.get("by_family") or {}
             lines.append(f"| {r['stage']} | " + " | ".join(pct(by_family.get(f)) for f in families) + " |")
+    paired = demo.get("paired_steps") or {}
+    if paired.get("tasks"):
+        lines += ["", f"On the {paired['tasks']} held-out tasks both SFT and RL (greedy) solve, steps per episode: "
+                  f"SFT {num(paired['sft'])} → RL {num(paired['rl'])}."]
     return "\n".join(lines)
 
 

@@ -71,6 +71,10 @@ class RolloutConfig(_Section):
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     epsilon: float = Field(0.0, ge=0.0, le=1.0, description="ε-greedy over admissible actions at the start")
     epsilon_final: float = Field(0.0, ge=0.0, le=1.0)
+    guide_failed: float = Field(0.0, ge=0.0, le=1.0, description=(
+        "chance that a group without any success is re-played after a prefix of the env expert's actions "
+        "(forced, mask 0); see agentic_rl.train.guide"))
+    guide_failed_final: float = Field(0.0, ge=0.0, le=1.0, description="guide_failed is decayed to this")
     explore_decay_iterations: int | None = Field(None, ge=1, description="decay length; None = the whole run")
 
 
@@ -105,6 +109,9 @@ class TrainConfig(_Section):
     token_budget: int = Field(4096, ge=16, description="max padded tokens per micro-batch (memory)")
     seed: int = 0
     filter_zero_variance: bool = Field(True, description="drop groups whose rewards are all equal")
+    drop_failed_groups: bool = Field(False, description=(
+        "drop groups without any success: their reward spread is only shaping and costs, which teaches "
+        "failing cheaply (see agentic_rl.train.curriculum.drop_failed_groups)"))
     replay_capacity: int = Field(0, ge=0, description="past successful trajectories kept (0 = off)")
     replay_max_group_success: float = Field(1.0, ge=0.0, le=1.0, description=(
         "keep only successes from groups that succeeded at most this often: < 1 replays the rare, hard-won "

@@ -108,6 +108,8 @@ class DemoResult:
     report: Path | None
     seconds: dict[str, float]
     significance: list[dict[str, Any]] = field(default_factory=list)
+    #: steps on the held-out tasks both SFT and RL (greedy) solve: {"tasks", "sft", "rl"}
+    paired_steps: dict[str, float | int | None] = field(default_factory=dict)
 
     def row(self, stage: str) -> Row:
         return next(r for r in self.rows if r.stage == stage)
@@ -123,6 +125,19 @@ def _row(stage: str, result: Any, perturbation: str | None, families: dict[str, 
                clean.mean_steps_success, clean.mean_reward, pert.success_rate if pert else None,
                result.robustness.get(perturbation) if pert else None,
                {name: sum(won) / len(won) for name, won in outcomes.items()})
+
+
+def paired_steps(first: Any, second: Any) -> dict[str, float | int | None]:
+    """Mean steps of two evaluations on the tasks *both* solve (clean, one episode per task).
+
+    Each stage's own "steps on successes" averages over different tasks: a policy that starts solving
+    two-step tasks raises it while wasting nothing. On the same tasks, fewer steps means fewer calls
+    that were not needed.
+    """
+    won = [{t.task_id: t.num_turns for t in result.trajectories if t.success} for result in (first, second)]
+    both = sorted(won[0].keys() & won[1].keys())
+    mean = (lambda steps: sum(steps[i] for i in both) / len(both)) if both else (lambda steps: None)
+    return {"tasks": len(both), "sft": mean(won[0]), "rl": mean(won[1])}
 
 
 def build_tasks(settings: DemoSettings) -> tuple[Any, list[Any]]:
@@ -282,9 +297,11 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     stages.begin("write the report")
     report = write_report(rl_dir)
     stages.end(str(report))
-    result = DemoResult(rows, run_dir, report, stages.seconds, comparison.to_dict().get("rows", []))
+    result = DemoResult(rows, run_dir, report, stages.seconds, comparison.to_dict().get("rows", []),
+                        paired_steps(sft_result, rl_result))
     (run_dir / "demo.json").write_text(json.dumps(
         {"settings": asdict(settings), "rows": [asdict(r) for r in rows], "seconds": stages.seconds,
+         "paired_steps": result.paired_steps,
          "date": time.strftime("%Y-%m-%d"),
          "total_seconds": round(time.perf_counter() - stages.start, 1)}, indent=2, default=str))
     _print_table(console, result, settings)
@@ -317,6 +334,10 @@ def _print_table(console: Console, result: DemoResult, settings: DemoSettings) -
     for r in result.rows:
         by_family.add_row(r.stage, *(pct(r.by_family.get(family)) for family in settings.families))
     console.print(by_family)
+    paired = result.paired_steps
+    if paired.get("tasks"):
+        console.print(f"Steps on the {paired['tasks']} held-out tasks both SFT and RL (greedy) solve: "
+                      f"SFT {num(paired['sft'])} → RL {num(paired['rl'])}.")
     total = sum(result.seconds.values())
     console.print(f"Total {total:.0f} s ({', '.join(f'{k}: {v:.0f} s' for k, v in result.seconds.items())}).")
     console.print(f"Report: {result.report}")

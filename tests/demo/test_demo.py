@@ -59,3 +59,20 @@ def test_demonstrations_are_weighted_by_the_decisions_a_task_needs():
     assert len({t.id for t in uniform}) == 100  # uniform: distinct tasks, as before
     with pytest.raises(ValueError, match="demo_weighting"):
         demonstration_tasks(replace(settings, demo_weighting="by_mood"), tasks)
+
+
+def test_steps_are_compared_on_the_tasks_both_policies_solve():
+    from types import SimpleNamespace
+
+    from agentic_rl.demo import paired_steps
+    from agentic_rl.rollout.trajectory import Trajectory, Turn
+
+    def result(*episodes):  # (task id, turns, success)
+        return SimpleNamespace(trajectories=[Trajectory(t, turns=[Turn("o", "a")] * n, success=ok)
+                                             for t, n, ok in episodes])
+
+    sft = result(("direct", 2, True), ("lookup", 2, False), ("calc", 2, True))
+    rl = result(("direct", 1, True), ("lookup", 2, True), ("calc", 2, True))
+    # RL's own successes average 5/3 steps vs SFT's 2, but on the same two tasks only the wasted call differs
+    assert paired_steps(sft, rl) == {"tasks": 2, "sft": 2.0, "rl": 1.5}
+    assert paired_steps(sft, result(("lookup", 3, True))) == {"tasks": 0, "sft": None, "rl": None}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from agentic_rl.agent.actions import tool_call
 from agentic_rl.agent.prompt import check_ledger, render_messages
 from agentic_rl.models import sequence_logprobs
 from agentic_rl.rollout import SamplingParams, load_jsonl, rollout, save_jsonl
@@ -112,3 +114,25 @@ def test_trajectories_round_trip_through_jsonl(engine, echo_env, make_tasks, tmp
     loaded = load_jsonl(tmp_path / "t.jsonl")
     assert [t.to_dict() for t in loaded] == [t.to_dict() for t in trajs]
     assert loaded[0].segments[0].turn_spans == trajs[0].segments[0].turn_spans
+
+
+def test_prefixes_are_forced_then_the_policy_samples(engine, echo_env, make_tasks):
+    prefix = [tool_call("echo", {"text": "one"}), tool_call("echo", {"text": "two"})]
+    trajs = rollout(engine, echo_env, make_tasks(2), group_size=3, sampling=SAMPLING, max_turns=4,
+                    prefixes=[prefix, []])
+    guided, free = trajs[:3], trajs[3:]
+    for traj in guided:
+        assert [t.action for t in traj.turns[:2]] == prefix and all(t.forced for t in traj.turns[:2])
+        assert traj.turns[1].observation == "echo: one"  # the env really played the forced actions
+        assert traj.metadata["guided_turns"] == 2
+        assert not any(t.forced for t in traj.turns[2:]) and traj.num_turns > 2
+        seg = traj.segments[0]
+        seg.check()
+        masked = [t for t, m in zip(seg.token_ids, seg.loss_mask, strict=True) if m]
+        assert masked == [t for turn in traj.turns[2:] for t in turn.token_ids]  # trained on its own turns only
+    assert all(tr.metadata["guided_turns"] == 0 and not tr.turns[0].forced for tr in free)
+
+
+def test_prefixes_must_match_the_tasks(engine, echo_env, make_tasks):
+    with pytest.raises(ValueError, match="prefixes has 1 entries for 2 tasks"):
+        rollout(engine, echo_env, make_tasks(2), sampling=SAMPLING, prefixes=[[]])

@@ -6,7 +6,7 @@ import json
 
 from agentic_rl.rollout.trajectory import Segment, Trajectory, Turn
 from agentic_rl.tasks.core import Task, TaskSet
-from agentic_rl.train.curriculum import TaskSampler, drop_zero_variance
+from agentic_rl.train.curriculum import TaskSampler, drop_failed_groups, drop_zero_variance
 from agentic_rl.train.replay import ReplayBuffer
 from agentic_rl.train.schedules import decayed, lr_factor
 
@@ -56,6 +56,14 @@ def test_zero_variance_groups_are_dropped_and_their_tasks_skipped():
     sampler.update(flat + mixed, iteration=1)
     assert {t.id for t in sampler.sample(5, iteration=2)} == {"t0-1"}
     assert "t0-0" in {t.id for t in sampler.sample(5, iteration=5)}  # back after the cooldown
+
+
+def test_groups_without_a_success_are_dropped_even_with_reward_spread():
+    # all fail, but a cheap wrong answer (0.0) beats a tool call that failed (-0.15): no signal to keep
+    failed = [Trajectory("t0-0", turns=[Turn("o", "a", reward=r)], group="a") for r in (0.0, -0.15)]
+    mixed = [Trajectory("t0-1", turns=[Turn("o", "a", reward=r)], success=r > 0, group="b") for r in (0.0, 1.0)]
+    loose = Trajectory("t0-2", turns=[Turn("o", "a", reward=0.0)])
+    assert drop_failed_groups(failed + mixed + [loose]) == [*mixed, loose]
 
 
 def test_sampler_state_round_trips_through_json():

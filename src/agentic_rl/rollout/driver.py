@@ -37,6 +37,7 @@ class _Episode:
     task: Task
     seed: int | None
     group: str
+    prefix: Sequence[str] = ()  # actions forced at the start of the episode (expert-prefix guidance)
     slot: int = -1
     seq: int | None = None
     system: str = ""
@@ -58,7 +59,8 @@ class _Run:
 
     def __init__(self, engine: Engine, pool: Any, env_id: str, tasks: Sequence[Task], group_size: int,
                  seeds: Sequence[int | None] | None, sampling: SamplingParams, max_turns: int, epsilon: float,
-                 memory_budget: int | None, check: bool, progress: Callable | None):
+                 memory_budget: int | None, check: bool, progress: Callable | None,
+                 prefixes: Sequence[Sequence[str]] | None = None):
         self.engine, self.pool, self.env_id = engine, pool, env_id
         self.sampling, self.max_turns, self.epsilon = sampling, max_turns, epsilon
         self.memory_budget, self.check, self.progress = memory_budget, check, progress
@@ -68,7 +70,8 @@ class _Run:
         for t, task in enumerate(tasks):
             seed = seeds[t] if seeds is not None else None
             group = f"{t}:{task.id}"
-            self.queue.append([_Episode(t * group_size + k, task, seed, group) for k in range(group_size)])
+            prefix = tuple(prefixes[t]) if prefixes is not None else ()
+            self.queue.append([_Episode(t * group_size + k, task, seed, group, prefix) for k in range(group_size)])
         self.total = len(tasks) * group_size
         self.done: list[Trajectory | None] = [None] * self.total
         self.finished = 0
@@ -204,6 +207,9 @@ class _Run:
 
     # -- policy turns --------------------------------------------------------------------------
     def _start_turn(self, ep: _Episode) -> None:
+        if len(ep.turns) < len(ep.prefix):
+            self._forced_turn(ep, ep.prefix[len(ep.turns)])
+            return
         admissible = list(ep.info.get("admissible_actions") or [])
         if self.epsilon > 0 and admissible and self.rng.random() < self.epsilon:
             self._forced_turn(ep, str(self.rng.choice(admissible)))
@@ -251,7 +257,8 @@ class _Run:
             termination=termination, success=bool(ep.info.get("success", False)) and not termination.startswith("error:"),
             difficulty=ep.task.difficulty, group=ep.group, seed=ep.seed, context_rebuilds=ep.rebuilds,
             metadata={"system_prompt": ep.system, "finish_reasons": ep.finish_reasons,
-                      "sampling": _sampling_dict(self.sampling), "epsilon": self.epsilon},
+                      "sampling": _sampling_dict(self.sampling), "epsilon": self.epsilon,
+                      "guided_turns": len(ep.prefix)},
         )
         if termination.startswith("error:"):
             traj.metadata["error"] = str(ep.info.get("pool_error") or (ep.turns[-1].info.get("pool_error")
@@ -284,7 +291,8 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
             seeds: Sequence[int | None] | None = None, sampling: SamplingParams | None = None, max_turns: int = 6,
             epsilon: float = 0.0, memory_budget: int | None = None, env_kwargs: dict[str, Any] | None = None,
             progress: Callable[[int, int], None] | None = None, check_ledger: bool = True,
-            pool_backend: str = "thread", step_timeout_s: float | None = 60.0) -> list[Trajectory]:
+            pool_backend: str = "thread", step_timeout_s: float | None = 60.0,
+            prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]:
     """Play ``group_size`` episodes of every task; return ``len(tasks) * group_size`` trajectories in task
     order (the episodes of task ``i`` are ``[i * group_size, (i + 1) * group_size)`` and share ``group``).
 
@@ -292,7 +300,10 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
     closed; its slots must be idle). ``seeds[i]`` is the reset seed of task ``i``'s episodes (all members
     of a group start identically). ``epsilon``: per turn, the probability of playing a uniformly random
     entry of ``info["admissible_actions"]`` (when the env gives them) instead of sampling — a *forced*
-    turn (mask 0). ``memory_budget``: token budget of the context (see :mod:`agentic_rl.agent.memory`).
+    turn (mask 0). ``prefixes[i]``: actions every episode of task ``i`` plays first, as forced turns (mask
+    0; ``metadata["guided_turns"]`` counts them) — e.g. an expert's first steps, so that the policy
+    practises the rest of a task it cannot yet start (see :mod:`agentic_rl.train.guide`); the policy
+    samples from there on. ``memory_budget``: token budget of the context (see :mod:`agentic_rl.agent.memory`).
     ``progress(done, total)`` is called after each episode.
     """
     from agentic_rl.env.pool import EnvPool
@@ -304,6 +315,8 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
         raise ValueError(f"group_size={group_size} exceeds the engine's max_batch={engine.max_batch}")
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"seeds has {len(seeds)} entries for {len(tasks)} tasks")
+    if prefixes is not None and len(prefixes) != len(tasks):
+        raise ValueError(f"prefixes has {len(prefixes)} entries for {len(tasks)} tasks")
     if not tasks:
         return []
     if isinstance(env, EnvPool):
@@ -318,7 +331,7 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
         raise ValueError(f"the EnvPool has {pool.num_envs} slots; a group needs {group_size}")
     try:
         run = _Run(engine, pool, env_id, tasks, group_size, seeds, sampling, max_turns, epsilon, memory_budget,
-                   check_ledger, progress)
+                   check_ledger, progress, prefixes)
         return run.run()
     finally:
         if own:

@@ -44,6 +44,18 @@ def drop_zero_variance(trajectories: Sequence[Trajectory], tolerance: float = 1e
     return [t for t in trajectories if t.group is None or variance[t.group] > tolerance]
 
 
+def drop_failed_groups(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """The trajectories whose group has at least one success (ungrouped ones are kept).
+
+    In a group where every episode fails, rewards differ only by shaping, step costs and penalties; group
+    normalisation scales those small differences up to full-size advantages, which teaches a policy that
+    cannot yet solve the task to fail *cheaply* (answer at once rather than try a tool). Dropping such
+    groups keeps the update to what separates success from failure (as DAPO's dynamic sampling does).
+    """
+    succeeded = {t.group for t in trajectories if t.success}
+    return [t for t in trajectories if t.group is None or t.group in succeeded]
+
+
 class TaskSampler:
     """Draws training tasks; see the module docstring for the curriculum and zero-variance rules."""
 

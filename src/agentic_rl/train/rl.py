@@ -16,7 +16,9 @@ never branches on them except to enable the value head for ``gae``.
 
 from __future__ import annotations
 
+import functools
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,10 +29,12 @@ import torch
 
 from agentic_rl.algos import policy_loss
 from agentic_rl.config import Config, save_config
+from agentic_rl.env.registry import make as make_env
 from agentic_rl.train import checkpoint as ckpt
 from agentic_rl.train.batching import samples_from_trajectories
-from agentic_rl.train.curriculum import TaskSampler, drop_zero_variance
+from agentic_rl.train.curriculum import TaskSampler, drop_failed_groups, drop_zero_variance
 from agentic_rl.train.forward import ValueHead, hidden_size
+from agentic_rl.train.guide import guided_retries, unguided
 from agentic_rl.train.replay import ReplayBuffer
 from agentic_rl.train.sampling import RolloutFn, engine_rollout_fn, evaluate_heldout
 from agentic_rl.train.schedules import decayed
@@ -143,20 +147,26 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             epsilon = decayed(r.epsilon, r.epsilon_final, iteration, decay)
             batch_tasks = sampler.sample(r.tasks_per_iteration, iteration)
             seeds = [t.seed * 1_000_003 + iteration * 10_007 + i for i in range(len(batch_tasks))]
+            guide = decayed(r.guide_failed, r.guide_failed_final, iteration, decay)
 
             # 2. roll out
             model.eval()
-            trajs = rollout_fn(batch_tasks, group_size=r.group_size, seeds=seeds, temperature=temperature,
-                               top_p=r.top_p, max_new_tokens=r.max_new_tokens, greedy=False,
-                               max_turns=e.max_turns, epsilon=epsilon)
+            play = functools.partial(rollout_fn, group_size=r.group_size, temperature=temperature, top_p=r.top_p,
+                                     max_new_tokens=r.max_new_tokens, greedy=False, max_turns=e.max_turns,
+                                     epsilon=epsilon)
+            trajs = play(batch_tasks, seeds=seeds)
+            if guide > 0:  # groups without a success: once more, from an expert's intermediate state
+                trajs += guided_retries(play, trajs, batch_tasks, seeds, env or functools.partial(
+                    make_env, e.env_id, **e.env_kwargs), guide, random.Random(seeds[0]))
             model.train()
             timings["time/rollout_s"] = time.perf_counter() - tick
 
             # 3. score: drop groups without signal, reference logprobs / values, advantages
             tick = time.perf_counter()
-            events = sampler.update(trajs, iteration)
+            events = sampler.update(unguided(trajs), iteration)
             replay.add(trajs)
             kept = drop_zero_variance(trajs) if t.filter_zero_variance else list(trajs)
+            kept = drop_failed_groups(kept) if t.drop_failed_groups else kept
             samples = samples_from_trajectories(kept)
             annotate(samples, model, reference=reference, value_head=value_head, temperature=temperature,
                      token_budget=t.token_budget, pad_token_id=pad_id, device=device)
@@ -203,14 +213,15 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             timings["time/update_s"] = time.perf_counter() - tick
 
             # 5. log
-            metrics = trajectory_metrics(trajs, split="train")
+            metrics = trajectory_metrics(unguided(trajs), split="train")  # how the policy does on its own
             metrics.update(_mean_metrics(step_metrics))
             metrics.update(timings)
             metrics.update(sampler.metrics())
             from agentic_rl.evaluate.audit import audit  # the reward-hacking audit, on a sample
 
             metrics.update(audit(trajs[:16]).metrics)
-            metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon,
+            metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon, "explore/guide": guide,
+                            "explore/guided_episodes": len(trajs) - len(unguided(trajs)),
                             "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay)})
             sampled = sum(tr.num_sampled_tokens for tr in trajs)
             metrics["perf/rollout_tok_s"] = sampled / max(timings["time/rollout_s"], 1e-9)

@@ -2,8 +2,12 @@
 
 A ``RolloutFn`` is any callable::
 
-    rollout_fn(tasks, *, group_size, seeds, temperature, top_p, max_new_tokens, greedy, max_turns, epsilon)
+    rollout_fn(tasks, *, group_size, seeds, temperature, top_p, max_new_tokens, greedy, max_turns, epsilon
+               [, prefixes])
         -> list[Trajectory]          # len(tasks) * group_size episodes, each with its token ledger
+
+``prefixes`` (actions forced at the start of each task's episodes) is passed only when expert-prefix
+guidance is on (``rollout.guide_fraction > 0``), so a custom function needs it only to support that.
 
 ``seeds[i]`` seeds the env episodes of ``tasks[i]``. Episodes of the same task in one call share a
 ``group`` id. The trainer builds one with :func:`engine_rollout_fn`; tests and custom drivers can pass
@@ -23,7 +27,7 @@ from agentic_rl.tasks.core import Task
 class RolloutFn(Protocol):
     def __call__(self, tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float,
                  top_p: float, max_new_tokens: int, greedy: bool, max_turns: int,
-                 epsilon: float) -> list[Trajectory]: ...
+                 epsilon: float, prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]: ...
 
 
 def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None = None, *, max_batch: int = 32,
@@ -38,7 +42,8 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
     engine: list[Any] = []  # at most one
 
     def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
-            max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float) -> list[Trajectory]:
+            max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float,
+            prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]:
         # One engine (one fused weight copy, one KV cache) serves training and evaluation rollouts alike:
         # episodes beyond its rows wait for free ones. It is rebuilt only if a group needs more rows.
         if not engine or engine[0].max_batch < group_size:
@@ -46,7 +51,8 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                                   greedy=greedy, seed=int(seeds[0]) if seeds else None)
         return rollout(engine[0], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
-                       max_turns=max_turns, epsilon=epsilon, env_kwargs=env_kwargs, memory_budget=memory_budget)
+                       max_turns=max_turns, epsilon=epsilon, env_kwargs=env_kwargs, memory_budget=memory_budget,
+                       prefixes=prefixes)
 
     return run
 
