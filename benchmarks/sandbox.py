@@ -6,6 +6,7 @@ interleaved, so the ratios compare like with like on the same machine state.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +32,11 @@ def _throughput(sandbox: Sandbox, workers: int, executions: int) -> float:
         results = list(pool.map(lambda _: sandbox.run(argv), range(executions)))
     assert all(r.ok for r in results), [r for r in results if not r.ok][:1]
     return executions / (time.perf_counter() - start)
+
+
+def _load_note() -> str:
+    """The machine's load when measured: a busy machine inflates both the overhead and the 1-vs-2 ratio."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end"
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -60,9 +66,10 @@ def run(quick: bool = False) -> list[dict]:
         {"name": "sandbox/exec_ms (bwrap vs bare python -S -c pass, median)", "value": round(boxed_ms, 2),
          "baseline": round(bare_ms, 2), "ratio": round(boxed_ms / bare_ms, 3), "unit": "ms"},
         {"name": f"sandbox/overhead_ms (vs goal {OVERHEAD_GOAL_MS:.0f} ms)", "value": round(overhead_ms, 2),
-         "baseline": OVERHEAD_GOAL_MS, "ratio": round(overhead_ms / OVERHEAD_GOAL_MS, 3), "unit": "ms"},
+         "baseline": OVERHEAD_GOAL_MS, "ratio": round(overhead_ms / OVERHEAD_GOAL_MS, 3), "unit": "ms",
+         "goal": "ratio ≤ 1", "note": _load_note()},
         {"name": "sandbox/exec_per_s (2 concurrent vs 1)", "value": round(two, 2), "baseline": round(one, 2),
-         "ratio": round(two / one, 3), "unit": "exec/s"},
+         "ratio": round(two / one, 3), "unit": "exec/s", "note": _load_note()},
         {"name": "sandbox/run_calls_ms (20 calls, one sandbox vs bare python start)", "value": round(grade_ms, 2),
          "baseline": round(bare_ms, 2), "ratio": round(grade_ms / bare_ms, 3), "unit": "ms"},
     ]
