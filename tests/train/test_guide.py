@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -77,3 +78,23 @@ def test_unguided_keeps_the_policys_own_episodes():
     trajs = [Trajectory("a", "e", [], metadata={"guided_turns": 2}), Trajectory("b", "e", []),
              Trajectory("c", "e", [], metadata={"guided_turns": 0})]
     assert [t.task_id for t in unguided(trajs)] == ["b", "c"]
+
+
+def test_the_rl_loop_replays_failed_groups_guided_and_keeps_them_out_of_its_success(tiny_policy, tmp_path, tasks):
+    from agentic_rl.tasks.core import TaskSet
+    from agentic_rl.train import train_rl
+
+    lookups = TaskSet([t for t in tasks if t.data["family"] == "lookup_calc"], name="lc")
+    seen = []
+
+    def progress(metrics):
+        seen.append(metrics)
+
+    train_rl(policy=tiny_policy, tasks=lookups, run_dir=str(tmp_path), env_id="tool-use-v0", iterations=1,
+             tasks_per_iteration=2, group_size=2, max_new_tokens=4, max_turns=3, eval_every=0, eval_tasks=1,
+             guide_failed=1.0, drop_failed_groups=True, tensorboard=False, progress=progress)
+    metrics = seen[0]
+    # a random tiny model fails every group: each is played again after one or two expert actions
+    assert metrics["explore/guided_episodes"] == 4 and metrics["success/train"] == 0.0
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["explore/guided_episodes"] == 4

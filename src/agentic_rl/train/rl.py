@@ -3,8 +3,9 @@
 Each iteration runs the same numbered stages::
 
     1. sample tasks      curriculum / uniform sampler, exploration schedule (temperature, ε)
-    2. roll out          group_size episodes per task with the batched engine (token ledgers + logprobs)
-    3. score             drop zero-variance groups, reference logprobs + values, advantages per token
+    2. roll out          group_size episodes per task with the batched engine (token ledgers + logprobs);
+                         optionally, groups without a success once more from an expert prefix
+    3. score             drop zero-variance (and failed) groups, reference logprobs + values, advantages
     4. update            epochs × minibatches optimizer steps, token-budget micro-batches, guards
     5. log               metrics.jsonl / TensorBoard, trajectory samples, curriculum events
     6. evaluate          held-out success every ``eval_every``; keep the best; early stopping
