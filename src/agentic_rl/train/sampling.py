@@ -7,7 +7,7 @@ A ``RolloutFn`` is any callable::
         -> list[Trajectory]          # len(tasks) * group_size episodes, each with its token ledger
 
 ``prefixes`` (actions forced at the start of each task's episodes) is passed only when expert-prefix
-guidance is on (``rollout.guide_fraction > 0``), so a custom function needs it only to support that.
+guidance is on (``rollout.guide_failed > 0``), so a custom function needs it only to support that.
 
 ``seeds[i]`` seeds the env episodes of ``tasks[i]``. Episodes of the same task in one call share a
 ``group`` id. The trainer builds one with :func:`engine_rollout_fn`; tests and custom drivers can pass
