@@ -71,6 +71,7 @@ def make_run(path: Path, *, reward: Callable[[int, random.Random], float] | None
                 "rollout/env_error_rate": env_error_rate, "rollout/timeout_rate": 0.0,
                 "rollout/parse_error_rate": 0.02, "rollout/tool_error_rate": 0.01,
                 "reward_terms/outcome": success, "reward_terms/step_cost": -0.02,
+                "update/failed_group_share": 0.2,
             }
             metrics.update(extra(i) if extra else {})
             if evals and i % 4 == 3:

@@ -32,6 +32,9 @@ PATHOLOGIES = {
     "entropy_collapse": dict(entropy=lambda i: 1.0 if i < 5 else 0.005),
     "kl_blowup": dict(kl=lambda i: 0.01 if i < 12 else 4.0),
     "numerical": dict(extra=lambda i: {"loss/total": float("nan")} if i == 9 else {}),
+    # success sinks while most groups the update learns from have none
+    "failed_groups": dict(reward=lambda i, rng: 0.5 - 0.01 * i, heldout=lambda i: 0.3,
+                          extra=lambda i: {"update/failed_group_share": 0.8}),
 }
 
 

@@ -12,6 +12,7 @@ Each check returns a :class:`Diagnosis` (what fired, the evidence, the remedies)
 ``entropy_collapse``   ``policy/entropy`` fell under 10 % of its start (or under 0.02)
 ``kl_blowup``          ``policy/kl`` over the limit (config ``guards.kl_limit``, else 1.0) or ×10 its early level
 ``numerical``          non-finite metrics (logged as null) or guard trips in ``events.jsonl``
+``failed_groups``      ≥ 50 % of the groups an update learns from have no success, and success does not rise
 =====================  ==========================================================================
 
 Checks whose inputs are missing are skipped and listed in ``skipped`` (with the missing file), so a
@@ -35,6 +36,7 @@ ENV_ERROR_RATE = 0.05
 ACTION_ERROR_RATE = 0.25
 ENTROPY_RATIO = 0.10
 KL_DEFAULT_LIMIT = 1.0
+FAILED_GROUP_SHARE = 0.5
 
 
 @dataclass
@@ -313,10 +315,35 @@ def check_numerical(run: RunData) -> list[Diagnosis]:
         "resume from the last good checkpoint"], severity="error")]
 
 
+def check_failed_groups(run: RunData) -> list[Diagnosis]:
+    share = _values(run.series("update/failed_group_share"))
+    if len(share) < 4:
+        raise LookupError(f"needs ≥ 4 iterations of update/failed_group_share, found {len(share)}")
+    recent = share[-max(3, len(share) // 3):]
+    level = sum(recent) / len(recent)
+    success = _values(run.series("success/train"))
+    first, last = _thirds(success) if success else (0.0, 0.0)
+    if level < FAILED_GROUP_SHARE or last > first + 0.05:
+        return []
+    evidence = [f"{level:.0%} of the groups in the last {len(recent)} updates had no success: their reward "
+                "spread is only step costs, penalties and shaping",
+                f"success/train {first:.2f} (first third) → {last:.2f} (last third)"]
+    answers = _values(run.series("actions/answer"))
+    if answers:
+        early, late = _thirds(answers)
+        evidence.append(f"actions/answer {early:.2f} → {late:.2f} (a rising share: the policy gives up sooner)")
+    return [Diagnosis("failed_groups", "most updates learn from groups without a success: the policy is taught "
+                      "to fail cheaply", evidence, [
+                          "drop such groups (train.drop_failed_groups=true): group normalisation turns their "
+                          "small cost differences into full-size advantages",
+                          "give the policy successes to learn from: SFT warm-up on expert demonstrations, an "
+                          "easier curriculum start, larger groups, or expert-prefix guidance (rollout.guide_failed)"])]
+
+
 CHECKS: dict[str, Callable[[RunData], list[Diagnosis]]] = {
     "reward": check_reward, "reward_hacking": check_hacking, "late_degradation": check_degradation,
     "env_failures": check_env_failures, "entropy_collapse": check_entropy, "kl_blowup": check_kl,
-    "numerical": check_numerical,
+    "numerical": check_numerical, "failed_groups": check_failed_groups,
 }
 
 

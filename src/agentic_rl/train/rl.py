@@ -223,7 +223,8 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             metrics.update(audit(trajs[:16]).metrics)
             metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon, "explore/guide": guide,
                             "explore/guided_episodes": len(trajs) - len(unguided(trajs)),
-                            "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay)})
+                            "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay),
+                            "update/failed_group_share": _failed_share(kept)})
             sampled = sum(tr.num_sampled_tokens for tr in trajs)
             metrics["perf/rollout_tok_s"] = sampled / max(timings["time/rollout_s"], 1e-9)
             trained = sum(len(s) for s in samples) * t.update_epochs
@@ -284,6 +285,12 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
     log.event(iteration, "stop", reason=stop_reason)
     log.close()
     return RunResult(run_dir, iteration, stop_reason, state["best_success"], state["best_iteration"], metrics)
+
+
+def _failed_share(trajectories: list[Any]) -> float:
+    """Share of the update's groups in which no episode succeeded (``doctor`` watches it)."""
+    groups = {t.group for t in trajectories}
+    return len(groups - {t.group for t in trajectories if t.success}) / max(1, len(groups))
 
 
 def _mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
