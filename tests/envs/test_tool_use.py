@@ -205,6 +205,31 @@ def test_perturbations_keep_tasks_solvable(perturbation):
         assert obs == clean_obs and step != clean_step
 
 
+def test_a_task_can_carry_its_own_perturbation_unless_the_env_sets_one(tmp_path):
+    from dataclasses import replace
+
+    plain = ToolUseEnv(split="test")
+    task = _task(plain, "lookup")
+    variant = replace(task, data={**task.data, "perturbation": "reordered_results"})
+    plain.reset(seed=0, options={"task": task})
+    call = plain.expert_action(1.0)
+    clean = plain.step(call)[0]
+    plain.reset(seed=0, options={"task": variant})
+    reordered = plain.step(call)[0]
+    assert reordered != clean and reordered.endswith(clean.split(" ", 1)[1])  # the asked field moved last
+    assert plain.state()["perturbation"] == "reordered_results"
+    plain.reset(seed=0, options={"task": task})  # the next episode of a plain task is clean again
+    assert plain.step(call)[0] == clean
+    noisy = ToolUseEnv(split="test", perturbation="distractors")  # an evaluation overlay wins
+    noisy.reset(seed=0, options={"task": variant})
+    assert noisy.state()["perturbation"] == "distractors"
+    rows = [dict(variant.to_dict(), data={**variant.data, "perturbation": "renamed_tools"})]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n")
+    with pytest.raises(TaskFileError, match=r"tasks\.jsonl:1: field 'data\.perturbation' must be one of"):
+        ToolUseEnv(path, split=None)
+
+
 def test_unknown_perturbation_lists_valid_ones():
     with pytest.raises(ValueError, match="paraphrase.*renamed_tools"):
         ToolUseEnv(perturbation="upside_down")

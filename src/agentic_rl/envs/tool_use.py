@@ -104,6 +104,7 @@ class ToolUseEnv(Env):
         self._answer: str | None = None
         self._habit: bool | None = None
         self._expert_rng = random.Random(0)
+        self.episode_perturbation = self.perturbation  # the env's, else the task's own (data["perturbation"])
 
     # -- prompts --------------------------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -117,8 +118,9 @@ class ToolUseEnv(Env):
         self._needed_done = [False] * len(task.data.get("needed", []))
         self._needed_results = [self._needed_result(call) for call in task.data.get("needed", [])]
         self._expert_rng = random.Random(self.rng.getrandbits(64))
+        self.episode_perturbation = self.perturbation or task.data.get("perturbation")
         prompt = task.prompt
-        if self.perturbation == "paraphrase" and isinstance(task.data.get("q"), dict):
+        if self.episode_perturbation == "paraphrase" and isinstance(task.data.get("q"), dict):
             prompt = render_prompt(task.data["family"], task.data["q"], paraphrase=True)
         return prompt, {"family": task.data["family"], "level": task.difficulty}
 
@@ -191,7 +193,7 @@ class ToolUseEnv(Env):
     def _run_tool(self, tool: str, arguments: dict[str, Any]) -> str:
         """The observation for a successful call (perturbations applied); raises ToolFailure."""
         assert self.task is not None
-        reorder = self.perturbation == "reordered_results"
+        reorder = self.episode_perturbation == "reordered_results"
         if tool == "calculator":
             expression = str(arguments["expression"])
             value = format_value(calculate(expression))
@@ -205,19 +207,19 @@ class ToolUseEnv(Env):
         else:
             entity, field, value = lookup(self.task.data.get("kb", {}), arguments["entity"], arguments["field"])
             text = self._lookup_text(entity, field, value)
-        if self.perturbation == "noisy_observation":
+        if self.episode_perturbation == "noisy_observation":
             text = self.rng.choice(_NOISE_BEFORE) + text + self.rng.choice(_NOISE_AFTER)
         return text
 
     def _lookup_text(self, entity: str, field: str, value: Any) -> str:
         assert self.task is not None
         others = [f for f in self.task.data["kb"][entity] if f != field]
-        if self.perturbation == "distractors" and others:
+        if self.episode_perturbation == "distractors" and others:
             extra = self.rng.sample(others, min(2, len(others)))
             parts = [f"{field}: {format_value(value)}"] + [f"{f}: {format_value(self.task.data['kb'][entity][f])}"
                                                         for f in extra]
             return f"{entity} " + "; ".join(parts)
-        if self.perturbation == "reordered_results" and others:
+        if self.episode_perturbation == "reordered_results" and others:
             other = self.rng.choice(others)
             return f"{entity} {other}: {format_value(self.task.data['kb'][entity][other])}; {field}: {format_value(value)}"
         return f"{entity} {field}: {format_value(value)}"
@@ -250,7 +252,7 @@ class ToolUseEnv(Env):
             "needed_done": list(self._needed_done),
             "answer": self._answer,
             "expert_habit": self._habit,
-            "perturbation": self.perturbation,
+            "perturbation": self.episode_perturbation,
             "tool_names": dict(self.tool_names),
         }
 

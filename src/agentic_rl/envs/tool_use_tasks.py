@@ -8,6 +8,8 @@ Task ``data`` (what a user-written task file must hold; generated tasks hold all
     needed     [{"name": tool, "arguments": {...}}]   the minimal tool calls, in order (default [])
     habit_call {"name", "arguments"} or absent   the unneeded call of the ``direct`` habit
     q          {...} or absent   the structured question, used to re-render it under ``paraphrase``
+    perturbation  str or absent   one of TASK_PERTURBATIONS, applied to this task's episodes when the env
+               has no perturbation of its own: task variants for training on varied observations
 
 Splits: ``train`` and ``test`` use disjoint fictional entities (no test entity appears in any train task)
 and share no prompt. Everything is a deterministic function of ``seed``.
@@ -32,6 +34,8 @@ from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
 #: family -> difficulty level
 LEVELS: dict[str, int] = {"direct": 0, "calc": 1, "convert": 1, "lookup": 2, "lookup_calc": 3, "compare": 4}
 FAMILIES: tuple[str, ...] = tuple(LEVELS)
+#: perturbations a task may carry itself (``renamed_tools`` changes the env's tools, so only the env can)
+TASK_PERTURBATIONS: tuple[str, ...] = ("paraphrase", "distractors", "reordered_results", "noisy_observation")
 
 #: entity kind -> numeric fields and their value ranges
 KINDS: dict[str, dict[str, tuple[int, int]]] = {
@@ -250,6 +254,9 @@ def validate_task(task: Task, where: str) -> None:
         _check_call(call, where, f"needed[{i}]")
     if "habit_call" in data:
         _check_call(data["habit_call"], where, "habit_call")
+    if data.get("perturbation") is not None and data["perturbation"] not in TASK_PERTURBATIONS:
+        raise TaskFileError(f"{where}: field 'data.perturbation' must be one of {', '.join(TASK_PERTURBATIONS)}, "
+                            f"got {data['perturbation']!r}")
     q = data.get("q")
     if q is not None:
         try:
