@@ -6,7 +6,12 @@ import json
 
 from agentic_rl.rollout.trajectory import Segment, Trajectory, Turn
 from agentic_rl.tasks.core import Task, TaskSet
-from agentic_rl.train.curriculum import TaskSampler, drop_failed_groups, drop_zero_variance
+from agentic_rl.train.curriculum import (
+    TaskSampler,
+    drop_failed_groups,
+    drop_zero_variance,
+    failed_group_share,
+)
 from agentic_rl.train.replay import ReplayBuffer
 from agentic_rl.train.schedules import decayed, lr_factor
 
@@ -64,6 +69,7 @@ def test_groups_without_a_success_are_dropped_even_with_reward_spread():
     mixed = [Trajectory("t0-1", turns=[Turn("o", "a", reward=r)], success=r > 0, group="b") for r in (0.0, 1.0)]
     loose = Trajectory("t0-2", turns=[Turn("o", "a", reward=0.0)])
     assert drop_failed_groups(failed + mixed + [loose]) == [*mixed, loose]
+    assert failed_group_share(failed + mixed + [loose]) == 0.5  # one of the two groups; ungrouped aside
 
 
 def test_sampler_state_round_trips_through_json():

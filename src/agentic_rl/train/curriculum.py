@@ -52,8 +52,18 @@ def drop_failed_groups(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
     cannot yet solve the task to fail *cheaply* (answer at once rather than try a tool). Dropping such
     groups keeps the update to what separates success from failure (as DAPO's dynamic sampling does).
     """
-    succeeded = {t.group for t in trajectories if t.success}
+    succeeded = _succeeded_groups(trajectories)
     return [t for t in trajectories if t.group is None or t.group in succeeded]
+
+
+def failed_group_share(trajectories: Sequence[Trajectory]) -> float:
+    """Share of the groups (ungrouped trajectories aside) in which no episode succeeded."""
+    groups = {t.group for t in trajectories if t.group is not None}
+    return len(groups - _succeeded_groups(trajectories)) / max(1, len(groups))
+
+
+def _succeeded_groups(trajectories: Sequence[Trajectory]) -> set[str | None]:
+    return {t.group for t in trajectories if t.success}
 
 
 class TaskSampler:

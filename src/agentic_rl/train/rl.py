@@ -33,7 +33,12 @@ from agentic_rl.config import Config, save_config
 from agentic_rl.env.registry import make as make_env
 from agentic_rl.train import checkpoint as ckpt
 from agentic_rl.train.batching import samples_from_trajectories
-from agentic_rl.train.curriculum import TaskSampler, drop_failed_groups, drop_zero_variance
+from agentic_rl.train.curriculum import (
+    TaskSampler,
+    drop_failed_groups,
+    drop_zero_variance,
+    failed_group_share,
+)
 from agentic_rl.train.forward import ValueHead, hidden_size
 from agentic_rl.train.guide import guided_retries, unguided
 from agentic_rl.train.replay import ReplayBuffer
@@ -164,7 +169,8 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
 
             # 3. score: drop groups without signal, reference logprobs / values, advantages
             tick = time.perf_counter()
-            events = sampler.update(unguided(trajs), iteration)
+            own = unguided(trajs)  # the episodes played from the tasks' own starts
+            events = sampler.update(own, iteration)
             replay.add(trajs)
             kept = drop_zero_variance(trajs) if t.filter_zero_variance else list(trajs)
             kept = drop_failed_groups(kept) if t.drop_failed_groups else kept
@@ -214,7 +220,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             timings["time/update_s"] = time.perf_counter() - tick
 
             # 5. log
-            metrics = trajectory_metrics(unguided(trajs), split="train")  # how the policy does on its own
+            metrics = trajectory_metrics(own, split="train")  # how the policy does on its own
             metrics.update(_mean_metrics(step_metrics))
             metrics.update(timings)
             metrics.update(sampler.metrics())
@@ -222,9 +228,9 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
 
             metrics.update(audit(trajs[:16]).metrics)
             metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon, "explore/guide": guide,
-                            "explore/guided_episodes": len(trajs) - len(unguided(trajs)),
+                            "explore/guided_episodes": len(trajs) - len(own),
                             "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay),
-                            "update/failed_group_share": _failed_share(kept)})
+                            "update/failed_group_share": failed_group_share(kept)})  # doctor watches it
             sampled = sum(tr.num_sampled_tokens for tr in trajs)
             metrics["perf/rollout_tok_s"] = sampled / max(timings["time/rollout_s"], 1e-9)
             trained = sum(len(s) for s in samples) * t.update_epochs
@@ -285,12 +291,6 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
     log.event(iteration, "stop", reason=stop_reason)
     log.close()
     return RunResult(run_dir, iteration, stop_reason, state["best_success"], state["best_iteration"], metrics)
-
-
-def _failed_share(trajectories: list[Any]) -> float:
-    """Share of the update's groups in which no episode succeeded (``doctor`` watches it)."""
-    groups = {t.group for t in trajectories}
-    return len(groups - {t.group for t in trajectories if t.success}) / max(1, len(groups))
 
 
 def _mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
