@@ -69,6 +69,24 @@ def test_group_shares_one_prefill(engine, echo_env, make_tasks):
     assert len({tuple(t.turns[0].token_ids) for t in trajs}) > 1  # members still sample independently
 
 
+def test_different_tasks_share_their_common_header_prefill(engine, tiny_policy, echo_env, make_tasks):
+    before = dict(engine.stats)
+    sampling = SamplingParams(temperature=0.7, max_new_tokens=6, seed=2)
+    trajs = rollout(engine, echo_env, make_tasks(3), group_size=2, sampling=sampling, max_turns=1)
+    prompts = [len(t.segments[0].token_ids) - len(t.turns[0].token_ids) for t in trajs[::2]]
+    prefilled = engine.stats["prefill_tokens"] - before["prefill_tokens"]
+    assert engine.stats["shared_prefills"] - before["shared_prefills"] == 4  # the header once, 3 group prompts
+    assert prefilled < sum(prompts) - 2 * 16  # the system prompt and template were fed once, not three times
+    for traj in trajs:  # and what was sampled is still exactly what the model gives the whole ledger
+        seg = traj.segments[0]
+        mask = torch.tensor([seg.loss_mask])
+        with torch.no_grad():
+            logprobs, _ = sequence_logprobs(tiny_policy.model, torch.tensor([seg.token_ids]), temperature=0.7,
+                                            positions_mask=mask)
+        expected = torch.tensor([lp for lp, m in zip(seg.logprobs, seg.loss_mask, strict=True) if m])
+        torch.testing.assert_close(logprobs[0][mask[0].bool()], expected, atol=2e-4, rtol=1e-4)
+
+
 def test_env_crash_ends_only_that_episode(engine, echo_env, make_tasks):
     tasks = make_tasks(4, crash={1: 2})
     trajs = rollout(engine, echo_env, tasks, sampling=SAMPLING, max_turns=3)

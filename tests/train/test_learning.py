@@ -12,9 +12,10 @@ from agentic_rl.train import train_rl
 
 @pytest.mark.parametrize("advantage", ["grpo", "gae"])
 def test_success_rises_from_chance_to_90_percent(tiny_policy, tmp_path, advantage):
-    # the real batched rollout engine plays the env (train_rl builds it from the policy)
+    # the real batched rollout engine plays the env (train_rl builds it from the policy); 24 iterations:
+    # at lr 0.1 a run is chaotic, and 16 left some seeds (and float-rounding changes) short of 90 %
     result = train_rl(policy=tiny_policy, env=LetterEnv, tasks=letter_tasks(), run_dir=str(tmp_path), advantage=advantage,
-                      lr=0.1, iterations=16, eval_every=16, save_every=16, seed=1, **FAST)
+                      lr=0.1, iterations=24, eval_every=24, save_every=24, seed=1, **FAST)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     first = sum(r["success/train"] for r in rows[:2]) / 2
     last = sum(r["success/train"] for r in rows[-3:]) / 3

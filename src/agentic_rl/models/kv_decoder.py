@@ -230,20 +230,17 @@ class KVDecoder:
                 qs = full
             keys = self.k_cache[li][lo:hi, :, :t_max]
             values = self.v_cache[li][lo:hi, :, :t_max]
-            scores = torch.matmul(qs, keys.transpose(-1, -2)) * self.scale
-            scores = scores.masked_fill(~single["mask"], float("-inf")).softmax(dim=-1)
-            att = torch.matmul(scores, values)
+            # the g query heads that share a kv head act as g queries of one sequence: no kv expansion
+            att = F.scaled_dot_product_attention(qs, keys, values, attn_mask=single["mask"], scale=self.scale)
             if single["slots"] is not None:
                 att = att[single["slots"]]
             out[single["tokens"]] = att.reshape(-1, hk * g, d)
         for row, offset, n, total, mask in plan["multi"]:
-            qm = q[offset: offset + n].view(n, hk, g, d).permute(1, 2, 0, 3).reshape(hk, g * n, d)
-            keys = self.k_cache[li][row, :, :total]
-            values = self.v_cache[li][row, :, :total]
-            scores = torch.matmul(qm, keys.transpose(-1, -2)) * self.scale
-            scores = scores.view(hk, g, n, total).masked_fill(~mask, float("-inf")).softmax(dim=-1)
-            att = torch.matmul(scores.view(hk, g * n, total), values).view(hk, g, n, d)
-            out[offset: offset + n] = att.permute(2, 0, 1, 3).reshape(n, hk * g, d)
+            qm = q[offset: offset + n].view(n, hk, g, d).permute(1, 2, 0, 3).reshape(1, hk * g, n, d)
+            keys = self.k_cache[li][row: row + 1, :, :total]
+            values = self.v_cache[li][row: row + 1, :, :total]
+            att = F.scaled_dot_product_attention(qm, keys, values, attn_mask=mask, scale=self.scale, enable_gqa=True)
+            out[offset: offset + n] = att[0].transpose(0, 1)
         return out
 
     @torch.inference_mode()

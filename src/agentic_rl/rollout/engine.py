@@ -29,6 +29,9 @@ from agentic_rl.agent.prompt import chat_format
 from agentic_rl.models.kv_decoder import KVDecoder
 from agentic_rl.models.sampling import counter_uniform, sample_tokens
 
+#: a common context prefix shorter than this is not worth a separate prefill call
+MIN_SHARED_PREFIX = 16
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -191,8 +194,8 @@ class RolloutEngine:
         s.generating, s.params, s.sampled, s.logprobs, s.started = True, params, [], [], time.perf_counter()
 
     def close(self, seq: int) -> None:
-        s = self._seqs.pop(seq)
         self._leave_group(seq)
+        s = self._seqs.pop(seq)
         last = len(self._seqs)  # the highest row in use before this close
         if s.row != last:  # keep rows in use contiguous: move the last row into the hole
             moved = self._rows[last]
@@ -217,6 +220,7 @@ class RolloutEngine:
     # -- stepping ------------------------------------------------------------------------------
     def step(self) -> list[TurnOutput]:
         finished: list[TurnOutput] = []
+        self._common_prefix()
         sampled_now = self._shared_prefills(finished)
         work = [(sid, s) for sid, s in self._seqs.items() if s.generating and s.pending and sid not in sampled_now]
         if not work:
@@ -242,6 +246,38 @@ class RolloutEngine:
             key = "decode_tokens" if len(chunk) == 1 else "prefill_tokens"
             self.stats[key] += len(chunk)
 
+    def _common_prefix(self) -> None:
+        """Prefill once the leading tokens that every fresh context starts with (the system prompt and
+        template of one env) and copy them to the other rows: a rollout of many different tasks pays for
+        its shared header once, as a group pays for its shared prompt once."""
+        fresh: list[tuple[_Seq, dict[str, Any] | None]] = []
+        for g in self._groups.values():
+            if not g["done"] and not g.get("cached") and any(self._seqs[m].generating for m in g["members"]):
+                fresh.append((self._seqs[g["members"][0]], g))
+        fresh += [(s, None) for s in self._seqs.values()
+                  if s.group is None and s.generating and s.pending and self.decoder.lengths[s.row] == 0]
+        if len(fresh) < 2:
+            return
+        contexts = [g["prompt"] if g is not None else s.pending for s, g in fresh]
+        shared = min(len(c) for c in contexts) - 1  # every context keeps a token to sample from
+        first = contexts[0]
+        for context in contexts[1:]:
+            shared = next((i for i in range(shared) if context[i] != first[i]), shared)
+        if shared < MIN_SHARED_PREFIX:
+            return
+        lead = fresh[0][0]
+        self.decoder.reset_row(lead.row)
+        self.decoder.forward([lead.row], [first[:shared]])
+        self._count([first[:shared]])
+        self.stats["shared_prefills"] += 1
+        for s, g in fresh:
+            if s is not lead:
+                self.decoder.copy_row(lead.row, s.row, shared)
+            if g is not None:
+                g["cached"] = shared  # the leader's row holds this much of the group prompt
+            else:
+                s.pending = s.pending[shared:]
+
     def _shared_prefills(self, finished: list[TurnOutput]) -> set[int]:
         """Prefill each not-yet-prefilled group prompt once, copy it to every member, and sample the first
         token of members whose whole pending context was that prompt."""
@@ -250,10 +286,12 @@ class RolloutEngine:
         if not todo:
             return set()
         leaders = [self._seqs[g["members"][0]] for _, g in todo]
-        for leader in leaders:
-            self.decoder.reset_row(leader.row)
-        hidden = self.decoder.forward([s.row for s in leaders], [g["prompt"] for _, g in todo])
-        self._count([g["prompt"] for _, g in todo])
+        for leader, (_, g) in zip(leaders, todo, strict=True):
+            if not g.get("cached"):
+                self.decoder.reset_row(leader.row)
+        chunks = [g["prompt"][g.get("cached", 0):] for _, g in todo]
+        hidden = self.decoder.forward([s.row for s in leaders], chunks)
+        self._count(chunks)
         sampled_now: set[int] = set()
         to_sample: list[int] = []
         rows: list[int] = []
