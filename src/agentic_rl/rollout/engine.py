@@ -250,12 +250,14 @@ class RolloutEngine:
         """Prefill once the leading tokens that every fresh context starts with (the system prompt and
         template of one env) and copy them to the other rows: a rollout of many different tasks pays for
         its shared header once, as a group pays for its shared prompt once."""
+        lengths = self.decoder.lengths  # a context is fresh while its row holds nothing
         fresh: list[tuple[_Seq, dict[str, Any] | None]] = []
         for g in self._groups.values():
-            if not g["done"] and not g.get("cached") and any(self._seqs[m].generating for m in g["members"]):
-                fresh.append((self._seqs[g["members"][0]], g))
+            leader = self._seqs[g["members"][0]]
+            if not g["done"] and not lengths[leader.row] and any(self._seqs[m].generating for m in g["members"]):
+                fresh.append((leader, g))
         fresh += [(s, None) for s in self._seqs.values()
-                  if s.group is None and s.generating and s.pending and self.decoder.lengths[s.row] == 0]
+                  if s.group is None and s.generating and s.pending and not lengths[s.row]]
         if len(fresh) < 2:
             return
         contexts = [g["prompt"] if g is not None else s.pending for s, g in fresh]
@@ -273,9 +275,7 @@ class RolloutEngine:
         for s, g in fresh:
             if s is not lead:
                 self.decoder.copy_row(lead.row, s.row, shared)
-            if g is not None:
-                g["cached"] = shared  # the leader's row holds this much of the group prompt
-            else:
+            if g is None:  # a group keeps its whole prompt: its leader's row already holds the header
                 s.pending = s.pending[shared:]
 
     def _shared_prefills(self, finished: list[TurnOutput]) -> set[int]:
@@ -286,10 +286,8 @@ class RolloutEngine:
         if not todo:
             return set()
         leaders = [self._seqs[g["members"][0]] for _, g in todo]
-        for leader, (_, g) in zip(leaders, todo, strict=True):
-            if not g.get("cached"):
-                self.decoder.reset_row(leader.row)
-        chunks = [g["prompt"][g.get("cached", 0):] for _, g in todo]
+        # a leader's row is empty, or holds the header _common_prefix shared: feed the rest of the prompt
+        chunks = [g["prompt"][self.decoder.lengths[leader.row]:] for leader, (_, g) in zip(leaders, todo, strict=True)]
         hidden = self.decoder.forward([s.row for s in leaders], chunks)
         self._count(chunks)
         sampled_now: set[int] = set()
