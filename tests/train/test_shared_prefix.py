@@ -1,4 +1,5 @@
-"""The training forward runs a prefix common to every row once; it must not change a single number."""
+"""The training forward runs a prefix common to every row once and packs the rest of the rows without
+padding; neither may change a number: values and gradients equal one forward pass per row."""
 
 from __future__ import annotations
 
@@ -40,17 +41,44 @@ def _run(model, ids, attention, loss_mask):
     return out, grads
 
 
-def test_shared_prefix_forward_equals_the_plain_forward_in_values_and_gradients(model, monkeypatch):
+def _run_per_row(model, ids, attention, loss_mask):
+    """The reference: each row alone, unpadded (a one-row batch takes the plain decoder call)."""
+    model.zero_grad(set_to_none=True)
+    logprobs, entropy = torch.zeros(ids.shape), torch.zeros(ids.shape)
+    for row in range(ids.shape[0]):
+        n = int(attention[row].sum())
+        out = policy_forward(model, ids[row:row + 1, :n], attention[row:row + 1, :n], loss_mask[row:row + 1, :n],
+                             temperature=0.8)
+        (out.logprobs * loss_mask[row:row + 1, :n]).sum().backward()
+        logprobs[row, :n], entropy[row, :n] = out.logprobs[0].detach(), out.entropy[0].detach()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logprobs, entropy, grads
+
+
+@pytest.mark.parametrize("min_shared", [16, 10**9], ids=["shared-prefix+packed", "packed-only"])
+def test_batched_forward_equals_one_forward_per_row_in_values_and_gradients(model, monkeypatch, min_shared):
     ids, attention, loss_mask = _batch(model.config.vocab_size)
     assert shared_prefix_length(ids, attention) >= 24
-    shared, shared_grads = _run(model, ids, attention, loss_mask)
-    monkeypatch.setattr(forward, "MIN_SHARED_PREFIX", 10**9)  # the plain per-row forward
-    plain, plain_grads = _run(model, ids, attention, loss_mask)
-    torch.testing.assert_close(shared.logprobs, plain.logprobs, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(shared.entropy, plain.entropy, atol=1e-5, rtol=1e-5)
-    assert shared_grads.keys() == plain_grads.keys() and shared_grads
-    for name, grad in plain_grads.items():
-        torch.testing.assert_close(shared_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+    monkeypatch.setattr(forward, "MIN_SHARED_PREFIX", min_shared)
+    batched, batched_grads = _run(model, ids, attention, loss_mask)
+    logprobs, entropy, grads = _run_per_row(model, ids, attention, loss_mask)
+    torch.testing.assert_close(batched.logprobs, logprobs, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(batched.entropy, entropy, atol=1e-5, rtol=1e-5)
+    assert batched_grads.keys() == grads.keys() and grads
+    for name, grad in grads.items():
+        torch.testing.assert_close(batched_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_packed_rows_do_not_see_each_other(model):
+    """Changing one row's tokens leaves every other row's logprobs untouched (no leak through packing)."""
+    ids, attention, loss_mask = _batch(model.config.vocab_size)
+    with torch.no_grad():
+        before = policy_forward(model, ids, attention, loss_mask).logprobs
+        changed = ids.clone()
+        changed[1, 30:33] = (changed[1, 30:33] + 1) % model.config.vocab_size
+        after = policy_forward(model, changed, attention, loss_mask).logprobs
+    torch.testing.assert_close(after[[0, 2]], before[[0, 2]], atol=1e-6, rtol=1e-6)
+    assert not torch.allclose(after[1], before[1])
 
 
 def test_shared_prefix_length_stops_at_the_first_difference_and_the_shortest_row():
