@@ -55,11 +55,14 @@ def _run_per_row(model, ids, attention, loss_mask):
     return logprobs, entropy, grads
 
 
-@pytest.mark.parametrize("min_shared", [16, 10**9], ids=["shared-prefix+packed", "packed-only"])
-def test_batched_forward_equals_one_forward_per_row_in_values_and_gradients(model, monkeypatch, min_shared):
+@pytest.mark.parametrize(("min_shared", "max_packed"), [(16, 8192), (10**9, 8192), (16, 8), (10**9, 8)],
+                         ids=["shared-prefix+packed", "packed-only", "shared-prefix+padded", "padded"])
+def test_batched_forward_equals_one_forward_per_row_in_values_and_gradients(model, monkeypatch, min_shared,
+                                                                            max_packed):
     ids, attention, loss_mask = _batch(model.config.vocab_size)
     assert shared_prefix_length(ids, attention) >= 24
     monkeypatch.setattr(forward, "MIN_SHARED_PREFIX", min_shared)
+    monkeypatch.setattr(forward, "MAX_PACKED_TOKENS", max_packed)  # beyond it: padded rows, no packing
     batched, batched_grads = _run(model, ids, attention, loss_mask)
     logprobs, entropy, grads = _run_per_row(model, ids, attention, loss_mask)
     torch.testing.assert_close(batched.logprobs, logprobs, atol=1e-5, rtol=1e-5)

@@ -72,6 +72,9 @@ def policy_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, 
 
 #: a shared prefix shorter than this is not worth a separate decoder call
 MIN_SHARED_PREFIX = 16
+#: rows are packed only up to this many tokens: the mask is tokens × tokens, and attention kernels that
+#: take an explicit mask may materialise scores of that size per head (a GPU micro-batch of 32k tokens)
+MAX_PACKED_TOKENS = 8192
 
 
 def shared_prefix_length(input_ids: Tensor, attention_mask: Tensor) -> int:
@@ -100,7 +103,8 @@ def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
       samples of a GRPO group share the whole task prompt) run that prefix **once**;
     - the rest of the rows is **packed** into one sequence with a block-diagonal causal mask (each row
       sees the prefix and its own earlier tokens), so padding costs nothing: episodes of one batch
-      differ in length by turns, and padding to the longest row cost up to 2.5× the real tokens.
+      differ in length by turns, and padding to the longest row cost up to 2.5× the real tokens
+      (up to ``MAX_PACKED_TOKENS``; a longer batch runs its rows padded).
     Gradients flow through the shared prefix (summed over the rows) as in the per-row forward.
     """
     batch, width = input_ids.shape
@@ -110,8 +114,10 @@ def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
     # every row keeps at least one token of its own; a short prefix saves less than the extra call costs
     shared = min(shared_prefix_length(input_ids, attention_mask), min(lengths) - 1)
     shared = shared if shared >= MIN_SHARED_PREFIX else 0
-    device = input_ids.device
     own = [n - shared for n in lengths]
+    if sum(own) > MAX_PACKED_TOKENS:  # the packed mask grows with the square of the length
+        return _padded_states(decoder, input_ids, attention_mask, shared)
+    device = input_ids.device
     tokens = torch.cat([input_ids[row, shared:n] for row, n in enumerate(lengths)])[None]
     positions = torch.cat([torch.arange(shared, n, device=device) for n in lengths])
     segment = torch.repeat_interleave(torch.arange(batch, device=device), torch.tensor(own, device=device))
@@ -140,6 +146,22 @@ def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
         start += own[row]
     states = torch.cat([*prefix_states, packed])
     return states[index.flatten()].view(batch, width, -1)
+
+
+def _padded_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor, shared: int) -> Tensor:
+    """The unpacked path: the shared prefix once (its keys/values repeated over the rows), then the
+    right-padded rest of every row."""
+    if not shared:
+        return decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    name = _cache_keyword(type(decoder))
+    prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
+    cache.batch_repeat_interleave(input_ids.shape[0])
+    rest = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, use_cache=True,
+                   **{name: cache}).last_hidden_state
+    return torch.cat([prefix.last_hidden_state.expand(input_ids.shape[0], -1, -1), rest], dim=1)
 
 
 class ValueHead(nn.Module):
