@@ -61,7 +61,7 @@ class DemoSettings:
     max_new_tokens: int = 40
     #: SFT trains every block: with the top 8 even 128 flawless demonstrations taught the two-step family
     #: 3 times in 12 (all 30: 12 in 12), and the imperfect teacher's SFT never sampled it right, so RL had
-    #: nothing to reinforce. RL then trains the top 16 (the update costs ≈ 30 % less than all 30).
+    #: nothing to reinforce. RL then trains the top 16 (its updates took ≈ 25 % less time than with all 30).
     trainable_layers: int = 30
     rl_trainable_layers: int | None = 16  # blocks RL trains (None: the same as SFT)
     teacher_skill: float = 0.3  # the teacher follows its habit with probability 1 - skill
@@ -76,7 +76,7 @@ class DemoSettings:
     tasks_per_iteration: int = 5
     group_size: int = 8
     #: with 16 trainable blocks after a full SFT: 5e-5 collapsed to answering at once (25 %); 2e-5 learned
-    #: every family (94 % and 98 % held-out in two runs)
+    #: every family (94–100 % held-out greedy in four runs; BENCHMARKS.md, fifth session)
     lr: float = 2e-5
     minibatches: int = 4  # optimizer steps per iteration (one pass over the batch)
     #: a group without a success only teaches failing cheaply (answer at once instead of trying a tool)
