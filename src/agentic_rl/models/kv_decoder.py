@@ -13,9 +13,12 @@ else, in plain torch:
 - a step takes any set of rows, each with one or more new tokens; all tokens go through the linear
   layers as one flat batch; single-token rows share one batched attention over the contiguous row
   range they span (rows in that range that are not stepping cost a few wasted attention FLOPs but no
-  cache copies); multi-token rows (prefills) attend one by one;
-- only the last position of each row reaches the final norm (callers apply the LM head to what they
-  need — the 49k-vocab head is the single most expensive matrix).
+  cache copies); short multi-token rows (a decode token plus draft tokens to verify) join that batch,
+  padded to the longest, when they are a good share of it, else attend one by one like long rows
+  (prefills);
+- only the last position of each row (or its last few, to verify a draft) reaches the final norm
+  (callers apply the LM head to what they need — the 49k-vocab head is the single most expensive matrix);
+- :meth:`KVDecoder.truncate_row` rolls a row back (rejected draft tokens).
 
 Supported: decoder-only models with the Llama module layout (``llama``, ``mistral``, ``qwen2``;
 SmolLM2 is ``llama``). Others raise ``NotImplementedError`` naming the model type.
@@ -30,6 +33,13 @@ import torch
 import torch.nn.functional as F
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+#: chunks up to this many tokens (a decode token plus a draft to verify) may attend batched, every row in
+#: the batch padded to the longest; longer ones (prefills) attend row by row, so they never widen the batch
+MAX_SHORT_CHUNK = 8
+#: multi-token short chunks join the batch only when at least this share of its rows has one: padding
+#: 32 rows to width 5 for one draft cost +53 ms a step here, attending that row alone +8 ms (4 of 32
+#: rows: +81 vs +58 ms; 8 of 32: equal; 16 of 32: +172 vs +216 ms)
+MIN_WIDE_SHARE = 0.25
 
 
 def effective_weight(module: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -151,13 +161,24 @@ class KVDecoder:
     def reset_row(self, row: int) -> None:
         self.lengths[row] = 0
 
+    def truncate_row(self, row: int, length: int) -> None:
+        """Forget row ``row``'s cached tokens from position ``length`` on (e.g. rejected draft tokens): the
+        slots stay allocated and are overwritten by the next tokens fed; attention never reads past a
+        row's length."""
+        assert 0 <= length <= self.lengths[row]
+        self.lengths[row] = length
+
     # -- forward -------------------------------------------------------------------------------
     @torch.inference_mode()
-    def forward(self, rows: Sequence[int], chunks: Sequence[Sequence[int]]) -> torch.Tensor:
-        """Append ``chunks[i]`` (≥1 token ids) to row ``rows[i]``; return the final-normed hidden state
-        at each row's last new token, ``[len(rows), hidden]``."""
+    def forward(self, rows: Sequence[int], chunks: Sequence[Sequence[int]],
+                outputs: Sequence[int] | None = None) -> torch.Tensor:
+        """Append ``chunks[i]`` (≥1 token ids) to row ``rows[i]``; return the final-normed hidden states
+        of the last ``outputs[i]`` (default 1) new tokens of each row, in row order then position order,
+        ``[sum(outputs), hidden]``."""
         assert len(rows) == len(chunks) and all(len(c) for c in chunks)
         sizes = [len(c) for c in chunks]
+        outputs = [1] * len(sizes) if outputs is None else list(outputs)
+        assert all(1 <= o <= n for o, n in zip(outputs, sizes, strict=True))
         self._ensure_length(max(self.lengths[r] + n for r, n in zip(rows, sizes, strict=True)))
         dev = self.device
         flat = torch.tensor([t for c in chunks for t in c], device=dev)
@@ -166,7 +187,7 @@ class KVDecoder:
         x = F.embedding(flat, self.embed)
         cos, sin = self.rotary(x[None], pos[None])
         cos, sin = cos[0, :, None, :], sin[0, :, None, :]
-        plan = self._attention_plan(rows, sizes)
+        plan = self._attention_plan(rows, sizes, outputs)
         hq, hk, d = self.num_heads, self.num_kv_heads, self.head_dim
         for li, w in enumerate(self.layers):
             h = F.rms_norm(x, (x.shape[-1],), w["ln1"], self.eps)
@@ -183,59 +204,72 @@ class KVDecoder:
             x = x + F.linear(F.silu(gate) * up, w["down"], w["down_b"])
         for r, n in zip(rows, sizes, strict=True):
             self.lengths[r] += n
-        last = torch.tensor(plan["last"], device=dev)
-        return F.rms_norm(x[last], (x.shape[-1],), self.norm, self.eps)
+        return F.rms_norm(x[plan["out"]], (x.shape[-1],), self.norm, self.eps)
 
-    def _attention_plan(self, rows: Sequence[int], sizes: Sequence[int]) -> dict[str, Any]:
+    def _attention_plan(self, rows: Sequence[int], sizes: Sequence[int], outputs: Sequence[int]) -> dict[str, Any]:
         """Index bookkeeping shared by all layers of one step."""
         offsets, total = [], 0
         for n in sizes:
             offsets.append(total)
             total += n
-        single = [i for i, n in enumerate(sizes) if n == 1]
-        plan: dict[str, Any] = {"last": [o + n - 1 for o, n in zip(offsets, sizes, strict=True)], "multi": []}
-        if single:
-            srows = [rows[i] for i in single]
-            lo, hi = min(srows), max(srows) + 1
-            lengths = [max(self.lengths[r], 1) for r in range(lo, hi)]
-            for i in single:
-                lengths[rows[i] - lo] = self.lengths[rows[i]] + 1
-            t_max = max(lengths)
-            valid = torch.arange(t_max, device=self.device)[None, :] < torch.tensor(lengths, device=self.device)[:, None]
-            dense = srows == list(range(lo, hi))
-            plan["single"] = {
-                "tokens": torch.tensor([offsets[i] for i in single], device=self.device),
-                "slots": None if dense else torch.tensor([r - lo for r in srows], device=self.device),
-                "lo": lo, "hi": hi, "t_max": t_max, "mask": valid[:, None, None, :],
-            }
+        dev = self.device
+        out = [o + n - k for o, n, m in zip(offsets, sizes, outputs, strict=True) for k in range(m, 0, -1)]
+        plan: dict[str, Any] = {"out": torch.tensor(out, device=dev), "alone": []}
+        short = [i for i, n in enumerate(sizes) if n <= MAX_SHORT_CHUNK]
+        if sum(sizes[i] > 1 for i in short) < MIN_WIDE_SHARE * len(short):
+            short = [i for i in short if sizes[i] == 1]
+        if short:
+            plan["short"] = self._short_plan([rows[i] for i in short], [sizes[i] for i in short],
+                                             [offsets[i] for i in short])
+        batched = set(short)
         for i, n in enumerate(sizes):
-            if n > 1:
+            if i not in batched:
                 start = self.lengths[rows[i]]
-                keys = torch.arange(start + n, device=self.device)
-                query_pos = torch.arange(start, start + n, device=self.device)
+                keys = torch.arange(start + n, device=dev)
+                query_pos = torch.arange(start, start + n, device=dev)
                 mask = keys[None, :] <= query_pos[:, None]  # causal, offset by what is cached
-                plan["multi"].append((rows[i], offsets[i], n, start + n, mask))
+                plan["alone"].append((rows[i], offsets[i], n, start + n, mask))
         return plan
+
+    def _short_plan(self, rows: list[int], sizes: list[int], offsets: list[int]) -> dict[str, Any]:
+        """Short chunks (decode tokens, drafts to verify) attend as one batch over the contiguous row range
+        they span: every row gets ``width`` query slots, row ``r``'s slot ``j`` is the token at position
+        ``lengths[r] + j``. Slots without a token (rows not stepping, shorter chunks) compute garbage that
+        is never read; each still sees key 0, so no softmax row is empty."""
+        dev = self.device
+        lo, hi, width = min(rows), max(rows) + 1, max(sizes)
+        t_max = max(self.lengths[r] + n for r, n in zip(rows, sizes, strict=True))
+        starts = torch.tensor(self.lengths[lo:hi], device=dev)
+        query_pos = starts[:, None] + torch.arange(width, device=dev)[None, :]
+        mask = torch.arange(t_max, device=dev)[None, None, :] <= query_pos[:, :, None]  # [rows, width, keys]
+        return {
+            "tokens": torch.tensor([o + j for o, n in zip(offsets, sizes, strict=True) for j in range(n)], device=dev),
+            "slots": torch.tensor([r - lo for r, n in zip(rows, sizes, strict=True) for _ in range(n)], device=dev),
+            "positions": torch.tensor([j for n in sizes for j in range(n)], device=dev),
+            "lo": lo, "hi": hi, "width": width, "t_max": t_max,
+            # one padded query buffer for all layers: each layer fills the same slots, the rest stay 0
+            "queries": torch.zeros((hi - lo, self.num_kv_heads, self.group, width, self.head_dim), device=dev,
+                                   dtype=self.dtype),
+            # query order within a kv head is (group member, slot): the mask repeats per group member
+            "mask": mask[:, None, None].expand(-1, 1, self.group, -1, -1).reshape(hi - lo, 1, -1, t_max),
+        }
 
     def _attend(self, li: int, q: torch.Tensor, plan: dict[str, Any]) -> torch.Tensor:
         hk, g, d = self.num_kv_heads, self.group, self.head_dim
         out = torch.empty_like(q)
-        single = plan.get("single")
-        if single is not None:
-            lo, hi, t_max = single["lo"], single["hi"], single["t_max"]
-            qs = q[single["tokens"]].view(-1, hk, g, d)
-            if single["slots"] is not None:
-                full = qs.new_zeros((hi - lo, hk, g, d))
-                full[single["slots"]] = qs
-                qs = full
+        short = plan.get("short")
+        if short is not None:
+            lo, hi, width, t_max = short["lo"], short["hi"], short["width"], short["t_max"]
+            slots, positions = short["slots"], short["positions"]
+            # the g query heads that share a kv head act as g·width queries of one row: no kv expansion
+            qs = short["queries"]
+            qs[slots, :, :, positions] = q[short["tokens"]].view(-1, hk, g, d)
             keys = self.k_cache[li][lo:hi, :, :t_max]
             values = self.v_cache[li][lo:hi, :, :t_max]
-            # the g query heads that share a kv head act as g queries of one sequence: no kv expansion
-            att = F.scaled_dot_product_attention(qs, keys, values, attn_mask=single["mask"], scale=self.scale)
-            if single["slots"] is not None:
-                att = att[single["slots"]]
-            out[single["tokens"]] = att.reshape(-1, hk * g, d)
-        for row, offset, n, total, mask in plan["multi"]:
+            att = F.scaled_dot_product_attention(qs.view(hi - lo, hk, g * width, d), keys, values,
+                                                 attn_mask=short["mask"], scale=self.scale)
+            out[short["tokens"]] = att.view(hi - lo, hk, g, width, d)[slots, :, :, positions].reshape(-1, hk * g, d)
+        for row, offset, n, total, mask in plan["alone"]:
             qm = q[offset: offset + n].view(n, hk, g, d).permute(1, 2, 0, 3).reshape(1, hk * g, n, d)
             keys = self.k_cache[li][row: row + 1, :, :total]
             values = self.v_cache[li][row: row + 1, :, :total]
