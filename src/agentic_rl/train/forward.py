@@ -129,13 +129,9 @@ def decoder_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
     kwargs: dict = {"attention_mask": mask[None, None], "position_ids": positions[None]}
     prefix_states = []
     if shared:
-        from transformers import DynamicCache
-
-        cache = DynamicCache()
-        name = _cache_keyword(type(decoder))
-        prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
-        prefix_states = [prefix.last_hidden_state[0]]
-        kwargs.update(use_cache=True, **{name: cache})
+        prefix, cache_kwargs = _run_prefix(decoder, input_ids[:1, :shared])
+        prefix_states = [prefix[0]]
+        kwargs.update(cache_kwargs)
     packed = decoder(input_ids=tokens, **kwargs).last_hidden_state[0]
     # where token t of row b lives in [prefix states; packed states] (padding reads position 0)
     index = torch.zeros(batch, width, dtype=torch.long, device=device)
@@ -153,15 +149,20 @@ def _padded_states(decoder: nn.Module, input_ids: Tensor, attention_mask: Tensor
     right-padded rest of every row."""
     if not shared:
         return decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    prefix, cache_kwargs = _run_prefix(decoder, input_ids[:1, :shared])
+    cache_kwargs[_cache_keyword(type(decoder))].batch_repeat_interleave(input_ids.shape[0])
+    rest = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, **cache_kwargs).last_hidden_state
+    return torch.cat([prefix.expand(input_ids.shape[0], -1, -1), rest], dim=1)
+
+
+def _run_prefix(decoder: nn.Module, prefix_ids: Tensor) -> tuple[Tensor, dict]:
+    """Run the shared prefix (``[1, P]``) once: its hidden states ``[1, P, H]`` and the keyword arguments
+    that let the next decoder call attend to its cached keys/values."""
     from transformers import DynamicCache
 
     cache = DynamicCache()
-    name = _cache_keyword(type(decoder))
-    prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
-    cache.batch_repeat_interleave(input_ids.shape[0])
-    rest = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, use_cache=True,
-                   **{name: cache}).last_hidden_state
-    return torch.cat([prefix.last_hidden_state.expand(input_ids.shape[0], -1, -1), rest], dim=1)
+    cache_kwargs = {"use_cache": True, _cache_keyword(type(decoder)): cache}
+    return decoder(input_ids=prefix_ids, **cache_kwargs).last_hidden_state, cache_kwargs
 
 
 class ValueHead(nn.Module):
