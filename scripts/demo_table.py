@@ -22,13 +22,14 @@ def render(demo: dict) -> str:
         f"{s['teacher_skill']}, {s['demos']} demonstrations, {s['rl_iterations']} GRPO iterations of "
         f"{s['tasks_per_iteration']}×{s['group_size']} episodes.",
         "",
-        f"| policy | success | 95% CI | mean steps | steps on successes | mean reward | success ({s['perturbation']}) "
-        "| robustness |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| policy | success | 95% CI | mean steps | steps on successes | unneeded steps on successes | mean reward "
+        f"| success ({s['perturbation']}) | robustness |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in demo["rows"]:
         lines.append(f"| {r['stage']} | {pct(r['success'])} | {pct(r['ci'][0])}–{pct(r['ci'][1])} | "
-                     f"{num(r['mean_steps'])} | {num(r['steps_success'])} | {num(r['mean_reward'])} | "
+                     f"{num(r['mean_steps'])} | {num(r['steps_success'])} | {num(r.get('unneeded_steps'))} | "
+                     f"{num(r['mean_reward'])} | "
                      f"{pct(r['perturbed'])} | {num(r['robustness'])} |")
     families = s["families"]
     if any(r.get("by_family") for r in demo["rows"]):

@@ -71,6 +71,11 @@ class RolloutConfig(_Section):
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     epsilon: float = Field(0.0, ge=0.0, le=1.0, description="ε-greedy over admissible actions at the start")
     epsilon_final: float = Field(0.0, ge=0.0, le=1.0)
+    explore_kinds: float = Field(0.0, ge=0.0, le=1.0, description=(
+        "per policy turn, the chance of forcing the opening tag of a uniformly drawn action kind the env "
+        "accepts (<tool>, <answer>, ...); the policy writes the rest and is trained on the opener as on its "
+        "own tokens: exploration of *which kind* of action, where actions cannot be enumerated"))
+    explore_kinds_final: float = Field(0.0, ge=0.0, le=1.0, description="explore_kinds is decayed to this")
     guide_failed: float = Field(0.0, ge=0.0, le=1.0, description=(
         "chance that a group without any success is re-played after a prefix of the env expert's actions "
         "(forced, mask 0); see agentic_rl.train.guide"))
@@ -92,6 +97,9 @@ class AlgoConfig(_Section):
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     kl_in: Literal["loss", "reward"] = Field("loss", description="KL term in the loss or as a reward penalty")
     entropy_coef: float = Field(0.0, ge=0.0)
+    efficiency_coef: float = Field(0.0, ge=0.0, lt=2.0, description=(
+        "bonus that ranks a group's successes by env steps (fewest +coef/2, most -coef/2; failures 0): "
+        "teaches dropping unneeded steps without paying for failing fast; see agentic_rl.algos.efficiency_bonus"))
     vf_coef: float = Field(0.5, ge=0.0, description="value-loss weight (gae)")
     value_clip: float | None = Field(0.2, gt=0.0)
 
@@ -321,6 +329,7 @@ RISKS: tuple[tuple[str, float, float, str], ...] = (
     ("sft.sft_lr", 1e-6, 1e-3, "too high: the model forgets language; too low: SFT does not converge"),
     ("algo.gamma", 0.95, 0.99, "discount γ: too low ignores later turns; 1.0 gives high-variance long-horizon credit"),
     ("rollout.epsilon", 0.0, 0.3, "exploration rate: too high floods the batch with off-policy forced actions"),
+    ("rollout.explore_kinds", 0.0, 0.3, "kind exploration: too high trains mostly on forced openers (biased updates)"),
     ("env.max_turns", 2, 50, "max env steps: too small and the agent cannot finish; too large and episodes are slow"),
     ("train.token_budget", 256, 65536, "micro-batch size: too large runs out of memory; too small is slow"),
 )
@@ -344,6 +353,9 @@ def check_risks(config: Config) -> list[str]:
     if rollout.epsilon > 0 and rollout.epsilon_final >= rollout.epsilon:
         messages.append(f"rollout.epsilon={rollout.epsilon} does not decay (epsilon_final={rollout.epsilon_final}): "
                         "exploration should fall as the policy improves, or it caps the success rate")
+    if rollout.explore_kinds > 0 and rollout.explore_kinds_final >= rollout.explore_kinds:
+        messages.append(f"rollout.explore_kinds={rollout.explore_kinds} does not decay (explore_kinds_final="
+                        f"{rollout.explore_kinds_final}): forced openers should fade as the policy improves")
     episodes = rollout.group_size * rollout.tasks_per_iteration
     if episodes > 1024:
         messages.append(f"{episodes} episodes per iteration (group_size × tasks_per_iteration): memory and time "

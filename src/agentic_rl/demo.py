@@ -65,6 +65,8 @@ class DemoSettings:
     trainable_layers: int = 30
     rl_trainable_layers: int | None = 16  # blocks RL trains (None: the same as SFT)
     teacher_skill: float = 0.3  # the teacher follows its habit with probability 1 - skill
+    #: per family, the teacher's habit rate where it differs from 1 - skill (the env's ``habit_rates``)
+    teacher_habits: dict[str, float] = field(default_factory=dict)
     demos: int = 128
     demo_weighting: str = "steps"  # "steps": a task is demonstrated ∝ 1 + the tool calls it needs; "uniform"
     sft_epochs: int = 3
@@ -109,6 +111,8 @@ class Row:
     perturbed: float | None = None
     robustness: float | None = None
     by_family: dict[str, float] = field(default_factory=dict)  # clean success per task family
+    #: mean env steps beyond the task's minimum (its needed tool calls + the answer) over clean successes
+    unneeded_steps: float | None = None
 
 
 @dataclass
@@ -125,16 +129,21 @@ class DemoResult:
         return next(r for r in self.rows if r.stage == stage)
 
 
-def _row(stage: str, result: Any, perturbation: str | None, families: dict[str, str]) -> Row:
+def _row(stage: str, result: Any, perturbation: str | None, families: dict[str, str],
+         minimal_steps: dict[str, int]) -> Row:
     clean = result.clean
     pert = result.perturbed.get(perturbation) if perturbation else None
     outcomes: dict[str, list[bool]] = {}
+    unneeded = []
     for traj in result.trajectories:
         outcomes.setdefault(families.get(traj.task_id, "?"), []).append(bool(traj.success))
+        if traj.success and traj.task_id in minimal_steps:
+            unneeded.append(traj.num_turns - minimal_steps[traj.task_id])
     return Row(stage, clean.success_rate, (clean.success_ci_low, clean.success_ci_high), clean.mean_steps,
                clean.mean_steps_success, clean.mean_reward, pert.success_rate if pert else None,
                result.robustness.get(perturbation) if pert else None,
-               {name: sum(won) / len(won) for name, won in outcomes.items()})
+               {name: sum(won) / len(won) for name, won in outcomes.items()},
+               sum(unneeded) / len(unneeded) if unneeded else None)
 
 
 def paired_steps(first: Any, second: Any) -> dict[str, float | int | None]:
@@ -227,13 +236,17 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     stages = _Stages(console, 6)
     env_id, pert = "tool-use-v0", settings.perturbation
     env_kwargs = {"max_invalid_actions": settings.max_invalid_actions}
+    teacher_policy, teacher_env = f"expert:{settings.teacher_skill}", dict(env_kwargs)
+    if settings.teacher_habits:
+        teacher_env["habit_rates"] = dict(settings.teacher_habits)
     common = dict(max_turns=settings.max_turns, max_new_tokens=settings.max_new_tokens, seeds=(settings.seed,),
                   env_kwargs=env_kwargs)
 
     def measure(stage: str, policy: Any, *, greedy: bool = True, perturb: bool = True) -> tuple[Row, Any]:
+        kwargs = dict(common, env_kwargs=teacher_env) if policy is teacher_policy else common
         result = evaluate(policy, env_id, test_tasks, greedy=greedy, temperature=settings.temperature,
-                          perturbations=[pert] if perturb and pert else [], label=stage, **common)
-        row = _row(stage, result, pert if perturb else None, families)
+                          perturbations=[pert] if perturb and pert else [], label=stage, **kwargs)
+        row = _row(stage, result, pert if perturb else None, families, minimal_steps)
         rows.append(row)
         return row, result
 
@@ -241,6 +254,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     stages.begin("load the model and the tasks")
     tasks, test_tasks = build_tasks(settings)
     families = {t.id: str(t.data.get("family")) for t in test_tasks}
+    minimal_steps = {t.id: len(t.data.get("needed", [])) + 1 for t in test_tasks}  # the needed calls + the answer
     policy = load_policy(settings.model)
     layers = len(policy.model.model.layers) if hasattr(policy.model, "model") else settings.trainable_layers
     policy = load_policy(settings.model, trainable_layers=min(settings.trainable_layers, layers))
@@ -249,11 +263,11 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
 
     stages.begin("evaluate the base model and the teacher on held-out tasks")
     base, _ = measure("base model", policy, perturb=False)
-    teacher, _ = measure(f"teacher (expert, skill {settings.teacher_skill})", f"expert:{settings.teacher_skill}")
+    teacher, _ = measure(f"teacher (expert, skill {settings.teacher_skill})", teacher_policy)
     stages.end(f"base {base.success:.0%}, teacher {teacher.success:.0%}")
 
     stages.begin(f"SFT on {settings.demos} demonstrations of the imperfect teacher")
-    conversations = expert_conversations(env_id, env_kwargs, demonstration_tasks(settings, tasks),
+    conversations = expert_conversations(env_id, teacher_env, demonstration_tasks(settings, tasks),
                                          skill=settings.teacher_skill, seed=settings.seed, max_steps=settings.max_turns)
     sft = train_sft(policy=policy, conversations=conversations, run_dir=str(run_dir / "sft"), env_id=env_id,
                     max_turns=settings.max_turns, demos=settings.demos, expert_skill=settings.teacher_skill,
@@ -333,12 +347,13 @@ def num(value: float | None) -> str:
 
 def _print_table(console: Console, result: DemoResult, settings: DemoSettings) -> None:
     table = Table(title=f"tool-use-v0, {len(result.rows) and 'held-out'} tasks: imitation → strategy")
-    for column in ("policy", "success", "95% CI", "mean steps", "steps on successes", "mean reward",
-                   f"success ({settings.perturbation})", "robustness"):
+    for column in ("policy", "success", "95% CI", "mean steps", "steps on successes", "unneeded steps on successes",
+                   "mean reward", f"success ({settings.perturbation})", "robustness"):
         table.add_column(column, justify="right" if column != "policy" else "left")
     for r in result.rows:
         table.add_row(r.stage, pct(r.success), f"{pct(r.ci[0])}–{pct(r.ci[1])}", num(r.mean_steps),
-                      num(r.steps_success), num(r.mean_reward), pct(r.perturbed), num(r.robustness))
+                      num(r.steps_success), num(r.unneeded_steps), num(r.mean_reward), pct(r.perturbed),
+                      num(r.robustness))
     console.print(table)
     by_family = Table(title="held-out success per family: when to call which tool")
     by_family.add_column("policy")
@@ -383,6 +398,10 @@ def parse_settings(argv: list[str] | None = None) -> DemoSettings:
         try:
             if isinstance(current, bool):
                 value: Any = raw.lower() in ("1", "true", "yes")
+            elif isinstance(current, dict):  # e.g. teacher_habits={direct: 1.0}
+                value = yaml.safe_load(raw) or {}
+                if not isinstance(value, dict):
+                    raise ValueError(raw)
             elif isinstance(current, tuple):
                 value = tuple(v for v in raw.split(",") if v)
             elif "None" in str(known[key].type):  # an optional knob, e.g. "int | None": null or its type
@@ -390,7 +409,7 @@ def parse_settings(argv: list[str] | None = None) -> DemoSettings:
                 value = None if raw.lower() in ("null", "none") else base(raw)
             else:
                 value = type(current)(raw)
-        except ValueError:
+        except (ValueError, yaml.YAMLError):
             parser.error(f"--set {item!r}: {raw!r} is not a valid {type(current).__name__}")
         updates[key] = value
     if extra:

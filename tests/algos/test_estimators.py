@@ -7,7 +7,13 @@ import math
 import pytest
 import torch
 
-from agentic_rl.algos import advantages, register_advantage, registered_advantages, steps_to_tokens
+from agentic_rl.algos import (
+    advantages,
+    efficiency_bonus,
+    register_advantage,
+    registered_advantages,
+    steps_to_tokens,
+)
 
 
 def _single_step(rewards):
@@ -98,3 +104,40 @@ def test_registry_lists_and_rejects_unknown_names():
         advantages("grpoo")
     with pytest.raises(ValueError, match="already registered"):
         register_advantage("grpo")(lambda *a, **k: None)
+
+
+def test_efficiency_bonus_ranks_the_successes_of_each_group_by_their_steps():
+    steps = torch.tensor([1, 2, 2, 3, 1, 4, 2, 2])
+    success = torch.tensor([1, 1, 0, 1, 0, 1, 1, 1], dtype=torch.bool)
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 2])
+    bonus = efficiency_bonus(steps, success, groups, coef=0.4)
+    # group 0: successes took 1, 2, 3 steps -> +0.2, 0, -0.2; its failure 0 although it took 2 steps.
+    # group 1: the 1-step episode failed (no bonus for failing fast); successes 4 and 2 steps.
+    # group 2: a single success has nothing to be compared with.
+    assert torch.allclose(bonus, torch.tensor([0.2, 0.0, 0.0, -0.2, 0.0, -0.2, 0.2, 0.0]))
+
+
+def test_efficiency_bonus_is_zero_without_a_spread_among_successes():
+    steps = torch.tensor([2, 2, 1, 3])
+    success = torch.tensor([1, 1, 0, 0], dtype=torch.bool)
+    assert efficiency_bonus(steps, success, torch.tensor([0, 0, 0, 0]), coef=1.0).tolist() == [0.0] * 4
+    assert efficiency_bonus(steps, torch.zeros(4, dtype=torch.bool), torch.tensor([0, 0, 1, 1]), 1.0).tolist() == [0.0] * 4
+    with pytest.raises(ValueError, match="coef"):
+        efficiency_bonus(steps, success, torch.tensor([0, 0, 0, 0]), coef=-0.1)
+
+
+def test_efficiency_bonus_makes_an_unneeded_step_count_next_to_a_failure():
+    # one success answered at once, two after an unneeded tool call (-0.05 step cost), one failure
+    returns = torch.tensor([1.0, 0.95, 0.95, 0.0])
+    steps = torch.tensor([1, 2, 2, 1])
+    success = torch.tensor([1, 1, 1, 0], dtype=torch.bool)
+    groups = torch.zeros(4, dtype=torch.long)
+
+    def gap_ratio(coef: float) -> float:  # (short - long success) / (long success - failure), in advantages
+        shaped = returns + efficiency_bonus(steps, success, groups, coef=coef)
+        adv = advantages("grpo")(shaped[:, None], torch.ones(4, 1), groups)[:, 0]
+        assert adv[0] > adv[1] == adv[2] > adv[3]
+        return float((adv[0] - adv[1]) / (adv[1] - adv[3]))
+
+    assert gap_ratio(0.0) == pytest.approx(0.05 / 0.95)  # the step cost alone: 5 % of a failure
+    assert gap_ratio(0.4) == pytest.approx(0.45 / 0.75)   # +0.2 vs -0.2: 60 %

@@ -110,6 +110,22 @@ def test_habit_rate_follows_skill():
     assert 0.5 < sum(habits) / len(habits) < 0.7
 
 
+def test_habit_rates_set_the_habit_per_family():
+    env = ToolUseEnv(split="train", habit_rates={"direct": 1.0, "calc": 0.0})
+    seen: dict[str, set] = {}
+    for seed in range(80):
+        env.reset(seed=seed)
+        env.expert_action(0.5)
+        seen.setdefault(env.state()["family"], set()).add(env.state()["expert_habit"])
+        env.reset(seed=seed)
+        env.expert_action(1.0)  # the flawless expert stays flawless
+        assert env.state()["expert_habit"] is False
+    assert seen["direct"] == {True} and seen["calc"] == {False}
+    assert seen["lookup"] == {True, False}  # other families: 1 - skill
+    with pytest.raises(ValueError, match="habit_rates\\['calc'\\]"):
+        ToolUseEnv(split="train", habit_rates={"calc": 1.5})
+
+
 def _task(env, family):
     return next(t for t in env.tasks if t.data["family"] == family)
 

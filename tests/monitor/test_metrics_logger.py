@@ -117,7 +117,11 @@ def test_trajectory_metrics_rates_and_terms():
     assert m["reward_terms/outcome"] == pytest.approx(1 / 3)
     assert m["actions/invalid"] == pytest.approx(3 / 6)
     assert sum(v for k, v in m.items() if k.startswith("actions/")) == pytest.approx(1.0)
+    assert m["rollout/turns_success"] == ok.num_turns and m["rollout/explored_turns"] == 0.0
     assert trajectory_metrics([]) == {}
+    assert "rollout/turns_success" not in trajectory_metrics([bad])  # no success: no efficiency figure
+    bad.turns[0].explored = "<answer>"
+    assert trajectory_metrics([bad])["rollout/explored_turns"] == pytest.approx(1 / 3)
 
 
 def test_wandb_and_mlflow_sinks_receive_metrics_with_the_iteration_as_step(tmp_path, monkeypatch):

@@ -41,6 +41,23 @@ def test_turn_advantages_land_only_on_the_policy_tokens():
     assert samples[1].advantages == [0, 0, 0, -0.5, -0.5, 0, 0, 0, -0.5, -0.5, 0]
 
 
+def test_efficiency_coef_scores_the_shorter_of_two_successes_higher():
+    long_win, short_win = _two_turn_trajectory(), _two_turn_trajectory()
+    from agentic_rl.rollout.trajectory import Turn
+
+    short_win.turns = [Turn("o0", "a0", reward=1.0)]
+    short_win.segments[0].turn_spans = [(0, 3, 5)]
+    short_win.segments[0].loss_mask = [0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
+    long_win.success = short_win.success = True
+    samples = samples_from_trajectories([long_win, short_win])
+    plain = score([long_win, short_win], samples, estimator="grpo", gamma=1.0, lam=1.0, norm_std=False)
+    assert samples[0].advantages[3] == 0.0  # equal returns: no signal
+    shaped = score([long_win, short_win], samples, estimator="grpo", gamma=1.0, lam=1.0, norm_std=False,
+                   efficiency_coef=0.2)
+    assert plain.tolist() == [1.0, 1.0] and torch.allclose(shaped, torch.tensor([0.9, 1.1]))
+    assert samples[0].advantages[3] < 0 < samples[1].advantages[3]
+
+
 def test_one_batch_of_8_equals_8_micro_batches_of_1(letter_run):
     policy, rollout_fn, tasks = letter_run
     torch.manual_seed(0)

@@ -35,6 +35,10 @@ ACTION_KINDS = ("tool_call", "answer", "command", "code")
 #: Strings after which a policy turn is complete; the engine stops decoding there.
 STOP_STRINGS = ("</tool>", "</answer>", "</action>")
 
+#: The text that starts an action of each kind: forcing one and letting the policy write the rest explores
+#: *which kind* of action to take (see ``explore`` in :func:`agentic_rl.rollout.rollout`).
+OPENERS = {"tool_call": "<tool>", "answer": "<answer>", "command": "<action>", "code": "```"}
+
 _TAG_KINDS = (("<tool>", "</tool>", "tool_call"), ("<answer>", "</answer>", "answer"),
               ("<action>", "</action>", "command"))
 _FENCE_HEADER_RE = re.compile(r"```([A-Za-z0-9_+-]{0,32})[ \t]*\n")

@@ -7,7 +7,7 @@
 
 from agentic_rl.algos import estimators as _estimators  # noqa: F401  (registers the estimators)
 from agentic_rl.algos import losses as _losses  # noqa: F401  (registers the losses)
-from agentic_rl.algos.estimators import steps_to_tokens
+from agentic_rl.algos.estimators import efficiency_bonus, steps_to_tokens
 from agentic_rl.algos.losses import (
     AGGREGATIONS,
     KL_ESTIMATORS,
@@ -32,6 +32,7 @@ __all__ = [
     "advantages",
     "aggregate",
     "aggregation_normalizer",
+    "efficiency_bonus",
     "explained_variance",
     "kl_divergence",
     "policy_loss",

@@ -128,6 +128,30 @@ def gae(rewards: Tensor, masks: Tensor, groups: Tensor, values: Tensor | None = 
     return _whiten(adv, masks_f, eps) if norm_std else adv
 
 
+def efficiency_bonus(steps: Tensor, success: Tensor, groups: Tensor, coef: float) -> Tensor:
+    """Per-episode bonus ``[B]`` that ranks the *successful* episodes of a group by their length.
+
+    Within a group, a success with the fewest steps gets ``+coef / 2``, one with the most ``-coef / 2``,
+    linearly in between (the length reward of Kimi k1.5, over env steps instead of tokens). Failed
+    episodes, and groups whose successes all took the same number of steps, get exactly 0. Being relative
+    to the group's own successes, it never pays for failing fast (a per-step cost does) and it is not
+    drowned when the fixed cost of a step is small next to the outcome; ``coef < 2`` keeps every success
+    above every failure of its group. ``steps``: float ``[B]``; ``success``: bool ``[B]``.
+    """
+    if coef < 0:
+        raise ValueError(f"efficiency coef must be >= 0, got {coef}")
+    steps = steps.to(torch.float32)
+    _, index = torch.unique(groups, return_inverse=True)
+    num_groups = int(index.max().item()) + 1 if index.numel() else 0
+    inf = torch.full((num_groups,), float("inf"))
+    won = success.bool()
+    low = inf.scatter_reduce(0, index[won], steps[won], reduce="amin")
+    high = (-inf).scatter_reduce(0, index[won], steps[won], reduce="amax")
+    spread = (high - low)[index]
+    rank = (steps - low[index]) / torch.where(spread > 0, spread, torch.ones_like(spread))
+    return torch.where(won & (spread > 0), coef * (0.5 - rank), torch.zeros_like(steps))
+
+
 def steps_to_tokens(step_values: Tensor, token_steps: Tensor) -> Tensor:
     """Broadcast per-step (per-turn) values ``[B, K]`` to tokens: ``token_steps`` ``[B, L]`` holds the
     step index of each token, or -1 for tokens of no step (prompt, env tokens) which get exactly 0."""

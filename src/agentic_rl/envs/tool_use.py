@@ -18,7 +18,8 @@ An episode's return lies in [−0.1 × max_steps, 1 + 0.05 × needed calls]. ``i
 answer's correctness alone. ``max_steps`` (default 6) without an answer truncates the episode.
 
 The scripted expert (``expert_action(skill)``) at skill 1.0 makes exactly the needed calls, then answers.
-Below 1.0 it decides once per episode, with probability ``1 − skill``, to follow its family's *habit*:
+Below 1.0 it decides once per episode, with probability ``1 − skill`` (or the env's ``habit_rates[family]``
+where given), to follow its family's *habit*:
 ``direct`` calls the tool that would compute the stated value, then answers (right, one step wasted);
 ``calc``/``convert``/``lookup``/``lookup_calc`` guess a wrong nearby value without a tool; ``compare`` looks
 up the first entity only, then names a wrong one.
@@ -74,6 +75,7 @@ class ToolUseEnv(Env):
         needed_tool_bonus: float = 0.1,
         invalid_action_penalty: float = -0.1,
         max_observation_chars: int = 1024,
+        habit_rates: dict[str, float] | None = None,
         render_mode: str | None = None,
     ):
         """``tasks``: a TaskSet, a JSONL path, or None to generate the default set from ``seed``
@@ -91,6 +93,10 @@ class ToolUseEnv(Env):
         self.step_cost = float(step_cost)
         self.needed_tool_bonus = float(needed_tool_bonus)
         self.reward_range = (min(self.invalid_action_penalty, -self.step_cost), 1.0)
+        self.habit_rates = dict(habit_rates or {})
+        for family, rate in self.habit_rates.items():
+            if not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+                raise ValueError(f"habit_rates[{family!r}] must be a number in [0, 1], got {rate!r}")
         renamed = perturbation == "renamed_tools"
         self.tool_names = {tool: RENAMED_TOOLS[tool] if renamed else tool for tool in TOOL_ARGS}
         self._canonical = {shown: tool for tool, shown in self.tool_names.items()}
@@ -262,9 +268,10 @@ class ToolUseEnv(Env):
             raise RuntimeError("call reset() before expert_action()")
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
-        if self._habit is None:
-            self._habit = self._expert_rng.random() >= skill
         data = self.task.data
+        if self._habit is None:
+            rate = 0.0 if skill >= 1.0 else self.habit_rates.get(data.get("family"), 1.0 - skill)
+            self._habit = self._expert_rng.random() >= 1.0 - rate  # (draws >= skill: seeds keep their habits)
         needed = data.get("needed", [])
         truth = data["answer"]
         if not self._habit:

@@ -5,8 +5,11 @@ Definitions (a user reading the curves needs them):
 - ``reward/mean|std|min|max``: over episodes, of the episode's total (undiscounted) reward.
 - ``success/<split>``: fraction of episodes whose independent success check passed;
   ``success/level_<k>``: the same among episodes at difficulty ``k``.
-- ``rollout/turns``: mean turns per episode; ``rollout/response_tokens``: mean policy-sampled tokens
-  per episode (from the token ledger, or the turns' token ids when the ledger is absent).
+- ``rollout/turns``: mean turns per episode; ``rollout/turns_success``: the same over successful episodes
+  (how efficiently tasks get solved; absent without a success); ``rollout/response_tokens``: mean policy-sampled tokens per episode
+  (from the token ledger, or the turns' token ids when the ledger is absent).
+- ``rollout/explored_turns``: fraction of turns whose action started with an opener forced by kind
+  exploration (``rollout.explore_kinds``).
 - ``actions/<kind>``: fraction of all turns whose parsed action kind was ``<kind>`` (``invalid`` for
   unparseable turns).
 - ``rollout/parse_error_rate``, ``rollout/invalid_action_rate``, ``rollout/repeated_action_rate``: fraction
@@ -69,6 +72,7 @@ def trajectory_metrics(trajs: Sequence[Trajectory], split: str = "train") -> dic
         return {}
     n = len(trajs)
     rewards = [t.total_reward for t in trajs]
+    wins = [t for t in trajs if t.success]
     mean = sum(rewards) / n
     out: dict[str, float] = {
         "reward/mean": mean,
@@ -80,6 +84,8 @@ def trajectory_metrics(trajs: Sequence[Trajectory], split: str = "train") -> dic
         "rollout/turns": sum(t.num_turns for t in trajs) / n,
         "rollout/response_tokens": sum(response_tokens(t) for t in trajs) / n,
     }
+    if wins:
+        out["rollout/turns_success"] = sum(t.num_turns for t in wins) / len(wins)
     out.update(_level_success(trajs))
     out.update(_turn_rates(trajs))
     errors = [episode_error_kind(t) for t in trajs]
@@ -108,6 +114,7 @@ def _turn_rates(trajs: Sequence[Trajectory]) -> dict[str, float]:
         return {"rollout/parse_error_rate": 0.0, "rollout/invalid_action_rate": 0.0,
                 "rollout/repeated_action_rate": 0.0, "rollout/tool_error_rate": 0.0}
     kinds = Counter(action_kind(t) for t in turns)
+    explored = sum(bool(getattr(t, "explored", "")) for t in turns) / len(turns)
     errors = Counter(turn_error(t) for t in turns)
     tool_calls = sum(1 for t in turns if action_kind(t) == "tool_call" or turn_error(t) in TOOL_ERRORS)
     tool_failures = sum(errors[k] for k in TOOL_ERRORS)
@@ -116,4 +123,5 @@ def _turn_rates(trajs: Sequence[Trajectory]) -> dict[str, float]:
     out["rollout/invalid_action_rate"] = errors["invalid_action"] / len(turns)
     out["rollout/repeated_action_rate"] = errors["repeated_action"] / len(turns)
     out["rollout/tool_error_rate"] = tool_failures / tool_calls if tool_calls else 0.0
+    out["rollout/explored_turns"] = explored
     return out

@@ -48,6 +48,8 @@ class _Episode:
     ledger: LedgerBuilder | None = None
     carry: list[int] = field(default_factory=list)  # context tokens the engine has not been given yet
     restart: bool = False  # the next generate replaces the engine context (memory rebuilt it)
+    opener: str = ""  # forced at the start of the turn being generated (kind exploration)
+    opener_ids: list[int] = field(default_factory=list)
     rebuilds: int = 0
     pending_turn: Turn | None = None
     finish_reasons: list[str] = field(default_factory=list)
@@ -60,9 +62,11 @@ class _Run:
     def __init__(self, engine: Engine, pool: Any, env_id: str, tasks: Sequence[Task], group_size: int,
                  seeds: Sequence[int | None] | None, sampling: SamplingParams, max_turns: int, epsilon: float,
                  memory_budget: int | None, check: bool, progress: Callable | None,
-                 prefixes: Sequence[Sequence[str]] | None = None):
+                 prefixes: Sequence[Sequence[str]] | None = None, explore: float = 0.0,
+                 openers: Sequence[str] = ()):
         self.engine, self.pool, self.env_id = engine, pool, env_id
         self.sampling, self.max_turns, self.epsilon = sampling, max_turns, epsilon
+        self.explore, self.openers = explore, list(openers)
         self.memory_budget, self.check, self.progress = memory_budget, check, progress
         self.rng = random.Random(sampling.seed)
         self.free_slots = deque(range(pool.num_envs))
@@ -214,6 +218,10 @@ class _Run:
         if self.epsilon > 0 and admissible and self.rng.random() < self.epsilon:
             self._forced_turn(ep, str(self.rng.choice(admissible)))
             return
+        if self.explore > 0 and self.openers and self.rng.random() < self.explore:
+            ep.opener = self.rng.choice(self.openers)  # the policy writes the rest of this action
+            ep.opener_ids = ep.ledger.format.encode(ep.opener)
+            ep.carry += ep.opener_ids
         self.engine.generate(ep.seq, ep.carry, self.sampling, restart=ep.restart)
         ep.carry, ep.restart = [], False
 
@@ -229,17 +237,18 @@ class _Run:
     def _on_turn(self, output: TurnOutput) -> None:
         ep = self.by_seq[output.seq]
         ep.finish_reasons.append(output.finish_reason)
-        ids = list(output.token_ids)
+        ids, logprobs = list(output.token_ids), list(output.logprobs)
         eot = ep.ledger.format.eot_id
-        text = ep.ledger.format.decode(ids[:-1] if ids and ids[-1] == eot else ids)
         if output.finish_reason == "context" and not ids:
             self._finish(ep, "truncated")
             return
-        ep.carry = ep.ledger.add_action(len(ep.turns), text, ids, output.logprobs, sampled=True)
+        opener, forced, ep.opener, ep.opener_ids = ep.opener, ep.opener_ids, "", []
+        ids, logprobs = forced + ids, [0.0] * len(forced) + logprobs  # nothing sampled the opener
+        text = ep.ledger.format.decode(ids[:-1] if ids and ids[-1] == eot else ids)
+        ep.carry = ep.ledger.add_action(len(ep.turns), text, ids, logprobs, sampled=True, explored=len(forced))
         ep.actions.append(text)
-        ep.pending_turn = Turn(observation=ep.observations[-1], action=text, token_ids=ids,
-                               logprobs=list(output.logprobs),
-                               timings={"generate_s": output.generate_s})
+        ep.pending_turn = Turn(observation=ep.observations[-1], action=text, token_ids=ids, logprobs=logprobs,
+                               explored=opener, timings={"generate_s": output.generate_s})
         self.pool.submit_step(ep.slot, text)
 
     # -- the end of an episode -----------------------------------------------------------------
@@ -258,6 +267,7 @@ class _Run:
             difficulty=ep.task.difficulty, group=ep.group, seed=ep.seed, context_rebuilds=ep.rebuilds,
             metadata={"system_prompt": ep.system, "finish_reasons": ep.finish_reasons,
                       "sampling": _sampling_dict(self.sampling), "epsilon": self.epsilon,
+                      "explore": self.explore,
                       "guided_turns": len(ep.prefix)},
         )
         if termination.startswith("error:"):
@@ -292,7 +302,8 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
             epsilon: float = 0.0, memory_budget: int | None = None, env_kwargs: dict[str, Any] | None = None,
             progress: Callable[[int, int], None] | None = None, check_ledger: bool = True,
             pool_backend: str = "thread", step_timeout_s: float | None = 60.0,
-            prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]:
+            prefixes: Sequence[Sequence[str]] | None = None, explore: float = 0.0,
+            openers: Sequence[str] = ()) -> list[Trajectory]:
     """Play ``group_size`` episodes of every task; return ``len(tasks) * group_size`` trajectories in task
     order (the episodes of task ``i`` are ``[i * group_size, (i + 1) * group_size)`` and share ``group``).
 
@@ -303,7 +314,12 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
     turn (mask 0). ``prefixes[i]``: actions every episode of task ``i`` plays first, as forced turns (mask
     0; ``metadata["guided_turns"]`` counts them) — e.g. an expert's first steps, so that the policy
     practises the rest of a task it cannot yet start (see :mod:`agentic_rl.train.guide`); the policy
-    samples from there on. ``memory_budget``: token budget of the context (see :mod:`agentic_rl.agent.memory`).
+    samples from there on. ``explore``: per policy turn, the probability that the turn starts with a
+    uniformly drawn entry of ``openers`` (e.g. ``"<tool>"``, ``"<answer>"``: see
+    :data:`agentic_rl.agent.actions.OPENERS`) which the policy then continues — exploration over the *kind*
+    of action where actions cannot be enumerated. The opener is part of the action: mask 1 (the trainer
+    learns from it as from its own sample), logprob 0, listed in the segment's ``explored_spans`` and the
+    turn's ``explored``. ``memory_budget``: token budget of the context (see :mod:`agentic_rl.agent.memory`).
     ``progress(done, total)`` is called after each episode.
     """
     from agentic_rl.env.pool import EnvPool
@@ -317,6 +333,10 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
         raise ValueError(f"seeds has {len(seeds)} entries for {len(tasks)} tasks")
     if prefixes is not None and len(prefixes) != len(tasks):
         raise ValueError(f"prefixes has {len(prefixes)} entries for {len(tasks)} tasks")
+    if not 0.0 <= explore <= 1.0:
+        raise ValueError(f"explore must be in [0, 1], got {explore}")
+    if explore > 0 and not openers:
+        raise ValueError("explore > 0 needs openers (the texts that start each kind of action)")
     if not tasks:
         return []
     if isinstance(env, EnvPool):
@@ -331,7 +351,7 @@ def rollout(engine: Engine, env: Any, tasks: Sequence[Task], *, group_size: int 
         raise ValueError(f"the EnvPool has {pool.num_envs} slots; a group needs {group_size}")
     try:
         run = _Run(engine, pool, env_id, tasks, group_size, seeds, sampling, max_turns, epsilon, memory_budget,
-                   check_ledger, progress, prefixes)
+                   check_ledger, progress, prefixes, explore, openers)
         return run.run()
     finally:
         if own:

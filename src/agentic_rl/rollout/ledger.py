@@ -49,12 +49,17 @@ class LedgerBuilder:
         return ids
 
     def add_action(self, turn_index: int, text: str, ids: Sequence[int], logprobs: Sequence[float] | None,
-                   sampled: bool) -> list[int]:
+                   sampled: bool, explored: int = 0) -> list[int]:
         """Record an action. ``sampled``: ids/logprobs come from the policy (mask 1); else forced (mask 0).
-        Returns the end-of-turn token appended after it as a forced token, if any (``[]`` when the policy
-        sampled it) — the caller must feed it to the model before the next observation."""
+        ``explored``: the first ``explored`` ids of a sampled action were a forced opener (kind
+        exploration; mask 1, listed in ``explored_spans``). Returns the end-of-turn token appended after
+        it as a forced token, if any (``[]`` when the policy sampled it) — the caller must feed it to the
+        model before the next observation."""
         seg = self.current
         start = len(seg.token_ids)
+        if explored:
+            assert sampled and 0 < explored <= len(ids), "an explored opener starts a sampled action"
+            seg.explored_spans.append((start, start + explored))
         seg.token_ids.extend(ids)
         seg.loss_mask.extend([1 if sampled else 0] * len(ids))
         seg.logprobs.extend(list(logprobs) if sampled and logprobs is not None else [0.0] * len(ids))

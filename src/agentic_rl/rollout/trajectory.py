@@ -35,6 +35,7 @@ class Turn:
     terminated: bool = False
     truncated: bool = False
     forced: bool = False  # the action was forced (e.g. ε-greedy over admissible actions): not trained on
+    explored: str = ""  # an opener the rollout forced at the start of the action (kind exploration)
     info: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -46,9 +47,13 @@ class Segment:
     logprobs: list[float] = field(default_factory=list)
     #: for each turn in this segment: (turn index, start, end) of its action tokens in ``token_ids``
     turn_spans: list[tuple[int, int, int]] = field(default_factory=list)
+    #: (start, end) of action tokens the rollout forced as an opener (kind exploration): mask 1 — the
+    #: policy is trained on them like on its own — but their logprob here is 0, as nothing sampled them
+    explored_spans: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.turn_spans = [tuple(s) for s in self.turn_spans]  # type: ignore[misc]
+        self.explored_spans = [tuple(s) for s in self.explored_spans]  # type: ignore[misc]
 
     def check(self) -> None:
         n = len(self.token_ids)

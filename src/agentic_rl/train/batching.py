@@ -8,6 +8,7 @@ tokens), so per-turn advantages can be broadcast to exactly the tokens the polic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -47,15 +48,21 @@ def token_steps(segment: Segment) -> list[int]:
 
 
 def samples_from_trajectories(trajectories: Sequence[Trajectory]) -> list[Sample]:
-    """One sample per ledger segment that holds at least one sampled token (others carry no loss)."""
+    """One sample per ledger segment that holds at least one sampled token (others carry no loss).
+
+    Tokens of an explored opener (``Segment.explored_spans``) get ``old_logprobs`` NaN: nothing sampled
+    them, so the update takes the current policy's own logprob there (ratio 1, see ``policy_step``).
+    """
     samples = []
     for episode, traj in enumerate(trajectories):
         for segment in traj.segments:
             segment.check()
             if not any(segment.loss_mask):
                 continue
-            samples.append(Sample(list(segment.token_ids), list(segment.loss_mask), list(segment.logprobs),
-                                  token_steps(segment), episode))
+            old = list(segment.logprobs)
+            for start, end in segment.explored_spans:
+                old[start:end] = [math.nan] * (end - start)
+            samples.append(Sample(list(segment.token_ids), list(segment.loss_mask), old, token_steps(segment), episode))
     return samples
 
 

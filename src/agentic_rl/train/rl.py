@@ -42,7 +42,7 @@ from agentic_rl.train.curriculum import (
 from agentic_rl.train.forward import ValueHead, hidden_size
 from agentic_rl.train.guide import guided_retries, unguided
 from agentic_rl.train.replay import ReplayBuffer
-from agentic_rl.train.sampling import RolloutFn, engine_rollout_fn, evaluate_heldout
+from agentic_rl.train.sampling import RolloutFn, action_openers, engine_rollout_fn, evaluate_heldout
 from agentic_rl.train.schedules import decayed
 from agentic_rl.train.scoring import annotate, score
 from agentic_rl.train.setup import (
@@ -115,6 +115,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
                           window=cur.curriculum_window, lower_level_mix=cur.lower_level_mix, seed=t.seed)
     replay = ReplayBuffer(t.replay_capacity, seed=t.seed, max_group_success=t.replay_max_group_success)
     rollout_fn = rollout_fn or engine_rollout_fn(policy, env or e.env_id, e.env_kwargs)
+    openers = action_openers(e.env_id, env) if r.explore_kinds > 0 else []
     eval_tasks = list(heldout)[: cfg.eval.eval_tasks] if len(heldout) else list(train_tasks)[: cfg.eval.eval_tasks]
     loss_fn = policy_loss(a.loss)
     loss_kwargs = {"clip_low": a.clip_low, "clip_high": a.clip_high, "aggregation": a.aggregation,
@@ -151,6 +152,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             tick = time.perf_counter()
             temperature = decayed(r.temperature, r.temperature_final, iteration, decay)
             epsilon = decayed(r.epsilon, r.epsilon_final, iteration, decay)
+            explore = decayed(r.explore_kinds, r.explore_kinds_final, iteration, decay)
             batch_tasks = sampler.sample(r.tasks_per_iteration, iteration)
             seeds = [t.seed * 1_000_003 + iteration * 10_007 + i for i in range(len(batch_tasks))]
             guide = decayed(r.guide_failed, r.guide_failed_final, iteration, decay)
@@ -159,7 +161,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             model.eval()
             play = functools.partial(rollout_fn, group_size=r.group_size, temperature=temperature, top_p=r.top_p,
                                      max_new_tokens=r.max_new_tokens, greedy=False, max_turns=e.max_turns,
-                                     epsilon=epsilon)
+                                     epsilon=epsilon, **({"explore": explore, "openers": openers} if explore else {}))
             trajs = play(batch_tasks, seeds=seeds)
             if guide > 0:  # groups without a success: once more, from an expert's intermediate state
                 trajs += guided_retries(play, trajs, batch_tasks, seeds, env or functools.partial(
@@ -179,7 +181,8 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
                      token_budget=t.token_budget, pad_token_id=pad_id, device=device)
             if samples:
                 score(kept, samples, estimator=a.advantage, gamma=a.gamma, lam=a.lam, norm_std=a.norm_std,
-                      credit=a.credit, kl_penalty=a.kl_coef if a.kl_in == "reward" else 0.0)
+                      credit=a.credit, kl_penalty=a.kl_coef if a.kl_in == "reward" else 0.0,
+                      efficiency_coef=a.efficiency_coef)
             aux = samples_from_trajectories(replay.sample(t.replay_samples)) if t.replay_coef else []
             mix = [sft_samples[i] for i in torch.randperm(len(sft_samples), generator=gen)[: t.sft_mix_samples]
                    ] if t.sft_mix_coef and sft_samples else []  # a fresh draw of demonstrations each iteration
@@ -227,7 +230,8 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
             from agentic_rl.evaluate.audit import audit  # the reward-hacking audit, on a sample
 
             metrics.update(audit(trajs[:16]).metrics)
-            metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon, "explore/guide": guide,
+            metrics.update({"explore/temperature": temperature, "explore/epsilon": epsilon, "explore/kinds": explore,
+                            "explore/guide": guide,
                             "explore/guided_episodes": len(trajs) - len(own),
                             "rollout/kept_fraction": len(kept) / max(1, len(trajs)), "replay/size": len(replay),
                             "update/failed_group_share": failed_group_share(kept)})  # doctor watches it

@@ -27,7 +27,8 @@ from agentic_rl.tasks.core import Task
 class RolloutFn(Protocol):
     def __call__(self, tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float,
                  top_p: float, max_new_tokens: int, greedy: bool, max_turns: int,
-                 epsilon: float, prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]: ...
+                 epsilon: float, prefixes: Sequence[Sequence[str]] | None = None, explore: float = 0.0,
+                 openers: Sequence[str] = ()) -> list[Trajectory]: ...
 
 
 def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None = None, *, max_batch: int = 64,
@@ -44,7 +45,8 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
 
     def run(tasks: Sequence[Task], *, group_size: int, seeds: Sequence[int], temperature: float, top_p: float,
             max_new_tokens: int, greedy: bool, max_turns: int, epsilon: float,
-            prefixes: Sequence[Sequence[str]] | None = None) -> list[Trajectory]:
+            prefixes: Sequence[Sequence[str]] | None = None, explore: float = 0.0,
+            openers: Sequence[str] = ()) -> list[Trajectory]:
         # One engine (one fused weight copy, one KV cache) serves training and evaluation rollouts alike:
         # episodes beyond its rows wait for free ones. It is rebuilt only if a group needs more rows.
         if not engine or engine[0].max_batch < group_size:
@@ -53,9 +55,27 @@ def engine_rollout_fn(policy: Any, env: Any, env_kwargs: dict[str, Any] | None =
                                   greedy=greedy, seed=int(seeds[0]) if seeds else None)
         return rollout(engine[0], env, list(tasks), group_size=group_size, seeds=list(seeds), sampling=sampling,
                        max_turns=max_turns, epsilon=epsilon, env_kwargs=env_kwargs, memory_budget=memory_budget,
-                       prefixes=prefixes)
+                       prefixes=prefixes, explore=explore, openers=openers)
 
     return run
+
+
+def action_openers(env_id: str, env: Callable[[], Any] | None = None) -> list[str]:
+    """The texts that open each kind of action the env accepts (for kind exploration): from the
+    registered ``env_id``'s class, or from one env built by the factory ``env``."""
+    from agentic_rl.agent.actions import ACTION_KINDS, OPENERS
+
+    if env is not None:
+        probe = env()
+        try:
+            kinds = getattr(probe.unwrapped if hasattr(probe, "unwrapped") else probe, "accepted_actions", ACTION_KINDS)
+        finally:
+            probe.close()
+    else:
+        from agentic_rl.env.registry import spec
+
+        kinds = getattr(spec(env_id).load(), "accepted_actions", ACTION_KINDS)
+    return [OPENERS[kind] for kind in kinds if kind in OPENERS]
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:

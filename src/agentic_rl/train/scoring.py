@@ -14,13 +14,14 @@ A turn with no sampled token (a forced ε-greedy action) still counts as a step 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from agentic_rl.algos import advantages as advantage_fn
-from agentic_rl.algos import steps_to_tokens
+from agentic_rl.algos import efficiency_bonus, steps_to_tokens
 from agentic_rl.rollout.trajectory import Trajectory
 from agentic_rl.train.batching import Sample, collate, micro_batches
 from agentic_rl.train.forward import Reference, policy_forward
@@ -58,13 +59,21 @@ def _group_ids(trajectories: Sequence[Trajectory]) -> Tensor:
     return torch.tensor(out, dtype=torch.long)
 
 
-def _turn_rewards(trajectories: Sequence[Trajectory], samples: Sequence[Sample], kl_penalty: float) -> list[list[float]]:
-    """Per-turn rewards, minus ``kl_penalty`` × the turn's summed k1 KL when the KL is a reward penalty."""
+def _turn_rewards(trajectories: Sequence[Trajectory], samples: Sequence[Sample], kl_penalty: float,
+                  efficiency_coef: float = 0.0, groups: Tensor | None = None) -> list[list[float]]:
+    """Per-turn rewards, minus ``kl_penalty`` × the turn's summed k1 KL when the KL is a reward penalty,
+    plus the group-relative :func:`~agentic_rl.algos.efficiency_bonus` on each episode's last turn."""
     rewards = [[float(t.reward) for t in traj.turns] or [0.0] for traj in trajectories]
+    if efficiency_coef and trajectories:
+        assert groups is not None
+        steps = torch.tensor([float(traj.num_turns) for traj in trajectories])
+        won = torch.tensor([bool(traj.success) for traj in trajectories])
+        for row, bonus in zip(rewards, efficiency_bonus(steps, won, groups, efficiency_coef).tolist(), strict=True):
+            row[-1] += bonus
     if kl_penalty:
         for s in samples:
             for pos, step in enumerate(s.token_steps):
-                if step >= 0 and s.ref_logprobs and step < len(rewards[s.episode]):
+                if step >= 0 and s.ref_logprobs and step < len(rewards[s.episode]) and not math.isnan(s.old_logprobs[pos]):
                     rewards[s.episode][step] -= kl_penalty * (s.old_logprobs[pos] - s.ref_logprobs[pos])
     return rewards
 
@@ -87,15 +96,18 @@ def _whiten(adv: Tensor, mask: Tensor) -> Tensor:
 
 
 def score(trajectories: Sequence[Trajectory], samples: Sequence[Sample], *, estimator: str, gamma: float,
-          lam: float, norm_std: bool, credit: str = "turn", kl_penalty: float = 0.0) -> Tensor:
+          lam: float, norm_std: bool, credit: str = "turn", kl_penalty: float = 0.0,
+          efficiency_coef: float = 0.0) -> Tensor:
     """Fill each sample's per-token ``advantages`` and ``returns``; return per-episode scores ``[B]``.
 
     ``estimator`` is a registered advantage name. For ``gae``, samples must carry ``old_values`` (see
-    :func:`annotate`); value targets are the un-whitened advantages plus those values.
+    :func:`annotate`); value targets are the un-whitened advantages plus those values. ``efficiency_coef``
+    > 0 adds :func:`~agentic_rl.algos.efficiency_bonus` (shorter successes of a group score higher) to
+    each episode's final reward. The returned scores include it.
     """
     fn = advantage_fn(estimator)
     groups = _group_ids(trajectories)
-    turn_rewards = _turn_rewards(trajectories, samples, kl_penalty)
+    turn_rewards = _turn_rewards(trajectories, samples, kl_penalty, efficiency_coef, groups)
     needs_values = estimator == "gae"
     if credit == "token":
         return _score_tokens(fn, samples, turn_rewards, groups, gamma, lam, norm_std, needs_values)

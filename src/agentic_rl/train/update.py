@@ -83,7 +83,9 @@ def policy_step(model: nn.Module, samples: Sequence[Sample], *, loss_fn: Callabl
         out = policy_forward(model, batch.input_ids, batch.attention_mask, batch.loss_mask,
                              temperature=temperature, value_head=value_head,
                              with_entropy=True)
-        loss, metrics = loss_fn(out.logprobs, batch.old_logprobs, batch.advantages, batch.loss_mask,
+        # explored openers were not sampled: no behaviour logprob, so their ratio is 1 (plain policy gradient)
+        old = torch.where(torch.isnan(batch.old_logprobs), out.logprobs.detach(), batch.old_logprobs)
+        loss, metrics = loss_fn(out.logprobs, old, batch.advantages, batch.loss_mask,
                                 normalizer=normalizer, ref_logprobs=batch.ref_logprobs, entropy=out.entropy,
                                 **loss_kwargs)
         if value_head is not None:
