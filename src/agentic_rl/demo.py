@@ -88,7 +88,9 @@ class DemoSettings:
     temperature: float = 1.0
     temperature_final: float = 0.85
     eval_every: int = 4
-    eval_tasks: int = 48
+    #: held-out tasks of the periodic evaluations that pick the best checkpoint (the first k of the
+    #: family-interleaved test list: 6 per family); the before/after table uses all of them
+    eval_tasks: int = 24
     perturbation: str = "distractors"
     quick: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # passed to train_rl as flat config fields
@@ -167,10 +169,10 @@ def build_tasks(settings: DemoSettings) -> tuple[Any, list[Any]]:
     generated = generate_tasks(seed=settings.seed, n_per_family=settings.tasks_per_family, families=settings.families)
     tasks = TaskSet([replace(t, difficulty=DEMO_LEVELS.get(t.data.get("family"), t.difficulty)) for t in generated],
                     name=generated.name)
-    test = []
-    for family in settings.families:
-        members = [t for t in tasks.split("test") if t.data.get("family") == family]
-        test.extend(members[: settings.test_tasks_per_family])
+    by_family = [[t for t in tasks.split("test") if t.data.get("family") == family][: settings.test_tasks_per_family]
+                 for family in settings.families]
+    # interleaved by family, so that the first k held-out tasks (the periodic evaluation) are balanced too
+    test = [members[i] for i in range(settings.test_tasks_per_family) for members in by_family if i < len(members)]
     return tasks, test
 
 
