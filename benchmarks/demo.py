@@ -2,7 +2,8 @@
 
 Rows: demo wall time against the 10-minute goal (set-up excluded), held-out greedy success of SFT and
 RL (goal: RL ≥ 90 % and ≥ 30 points above SFT), mean steps on successes SFT → RL (goal: falls; also on
-the tasks both solve, where only unneeded calls can differ), and
+the tasks both solve, where only unneeded calls can differ; and as steps beyond each solved task's
+minimum), and
 robustness on the perturbed env (goal ≥ 0.8).
 
 ``DEMO_JSON=runs/demo/demo.json python benchmarks/run_all.py --only demo`` records a finished
@@ -38,6 +39,7 @@ def rows_from(demo: dict[str, Any], seconds: float, note: str) -> list[dict]:
          "ratio": round(rl["steps_success"] / sft["steps_success"], 3) if sft["steps_success"] else None,
          "unit": "steps", "goal": "ratio < 1", "note": note},
         *_paired_row(demo.get("paired_steps") or {}, note),
+        *_unneeded_row(sft, rl, note),
         {"name": "demo/rl_robustness", "value": rl["perturbed"], "baseline": rl["success"], "ratio": rl["robustness"],
          "unit": f"success on '{perturbation}'", "goal": "ratio ≥ 0.8", "note": note},
     ]
@@ -50,6 +52,16 @@ def _paired_row(paired: dict[str, Any], note: str) -> list[dict]:
     return [{"name": "demo/steps_on_tasks_both_solve", "value": paired["rl"], "baseline": paired["sft"],
              "ratio": round(paired["rl"] / paired["sft"], 3), "unit": f"steps ({paired['tasks']} tasks)",
              "goal": "ratio < 1", "note": note}]
+
+
+def _unneeded_row(sft: dict[str, Any], rl: dict[str, Any], note: str) -> list[dict]:
+    """Steps beyond each solved task's minimum (its needed calls + the answer), SFT → RL (greedy)."""
+    if rl.get("unneeded_steps") is None or sft.get("unneeded_steps") is None:
+        return []  # a demo.json from before the column existed
+    value, baseline = rl["unneeded_steps"], sft["unneeded_steps"]
+    return [{"name": "demo/unneeded_steps_on_success", "value": round(value, 3), "baseline": round(baseline, 3),
+             "ratio": round(value / baseline, 3) if baseline else None, "unit": "steps per success",
+             "goal": "falls", "note": note}]
 
 
 def command_env() -> str:
