@@ -14,7 +14,7 @@ from agentic_rl.demo import QUICK, DemoSettings, build_tasks, demonstration_task
 def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
     tiny = dict(run_dir=str(tmp_path / "demo"), model=str(tiny_model_path), test_tasks_per_family=1, demos=4,
                 rl_iterations=1, tasks_per_iteration=2, group_size=2, eval_every=1, eval_tasks=2, max_new_tokens=6,
-                max_turns=2, trainable_layers=1)
+                max_turns=2, trainable_layers=1, teacher_habits={"direct": 0.0})
     settings = replace(DemoSettings(), quick=True, **{**QUICK, **tiny})
     console = Console(record=True, width=160)
     result = run_demo(settings, console=console)
@@ -24,6 +24,7 @@ def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
     assert {"SFT (greedy)", "RL (greedy)"} <= set(stages)
     teacher = result.rows[1]
     assert 0.0 < teacher.success < 1.0  # the imperfect teacher solves some held-out tasks, not all
+    assert teacher.unneeded_steps == 0  # teacher_habits: it never checks a `direct` value with a tool
     assert result.row("RL (greedy)").perturbed is not None  # robustness measured on the perturbation
     for row in result.rows:  # success per family: which kinds of question the policy gets right
         assert set(row.by_family) == set(settings.families)
@@ -33,7 +34,7 @@ def test_quick_demo_runs_every_stage_on_a_tiny_model(tiny_model_path, tmp_path):
     assert [r["stage"] for r in saved["rows"]] == stages
     printed = console.export_text()
     assert "imitation → strategy" in printed and "agentic-rl doctor" in printed
-    assert "when to call which tool" in printed and "lookup_calc" in printed
+    assert "when to call which tool" in printed and "lookup_calc" in printed and "unneeded" in printed
 
 
 def test_settings_overrides_are_checked():
@@ -46,8 +47,19 @@ def test_settings_overrides_are_checked():
         parse_settings(["--set", "no_such_knob=1"])
     with pytest.raises(SystemExit):
         parse_settings(["--set", "rl_iterations=many"])
+    assert parse_settings(["--set", "teacher_habits={direct: 1.0}"]).teacher_habits == {"direct": 1.0}
+    with pytest.raises(SystemExit):
+        parse_settings(["--set", "teacher_habits=[1, 2]"])  # a mapping, not a list
     passed = parse_settings(["--set", "rl.kl_coef=0.01", "--set", "rl.lr_schedule=cosine"])
     assert passed.extra == {"kl_coef": 0.01, "lr_schedule": "cosine"}  # RL config fields, checked by train_rl
+
+
+def test_held_out_tasks_are_interleaved_by_family():
+    settings = DemoSettings()
+    _, test = build_tasks(settings)
+    families = [t.data["family"] for t in test]
+    assert len(test) == 4 * settings.test_tasks_per_family and all(t.split == "test" for t in test)
+    assert families[:8] == list(settings.families) * 2  # the first k (periodic evaluation) are balanced
 
 
 def test_demonstrations_are_weighted_by_the_decisions_a_task_needs():
