@@ -6,8 +6,9 @@ Definitions (a user reading the curves needs them):
 - ``success/<split>``: fraction of episodes whose independent success check passed;
   ``success/level_<k>``: the same among episodes at difficulty ``k``.
 - ``rollout/turns``: mean turns per episode; ``rollout/turns_success``: the same over successful episodes
-  (how efficiently tasks get solved; absent without a success); ``rollout/response_tokens``: mean policy-sampled tokens per episode
-  (from the token ledger, or the turns' token ids when the ledger is absent).
+  (how efficiently tasks get solved; absent without a success); ``rollout/response_tokens``: mean
+  policy-sampled tokens per episode (from the token ledger, or the turns' token ids when the ledger is
+  absent).
 - ``rollout/explored_turns``: fraction of turns whose action started with an opener forced by kind
   exploration (``rollout.explore_kinds``).
 - ``actions/<kind>``: fraction of all turns whose parsed action kind was ``<kind>`` (``invalid`` for
