@@ -143,7 +143,7 @@ def efficiency_bonus(steps: Tensor, success: Tensor, groups: Tensor, coef: float
     steps = steps.to(torch.float32)
     _, index = torch.unique(groups, return_inverse=True)
     num_groups = int(index.max().item()) + 1 if index.numel() else 0
-    inf = torch.full((num_groups,), float("inf"))
+    inf = torch.full((num_groups,), float("inf"), device=steps.device)
     won = success.bool()
     low = inf.scatter_reduce(0, index[won], steps[won], reduce="amin")
     high = (-inf).scatter_reduce(0, index[won], steps[won], reduce="amax")
