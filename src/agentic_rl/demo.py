@@ -238,16 +238,15 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
     stages = _Stages(console, 6)
     env_id, pert = "tool-use-v0", settings.perturbation
     env_kwargs = {"max_invalid_actions": settings.max_invalid_actions}
-    teacher_policy, teacher_env = f"expert:{settings.teacher_skill}", dict(env_kwargs)
+    teacher_env = dict(env_kwargs)
     if settings.teacher_habits:
         teacher_env["habit_rates"] = dict(settings.teacher_habits)
-    common = dict(max_turns=settings.max_turns, max_new_tokens=settings.max_new_tokens, seeds=(settings.seed,),
-                  env_kwargs=env_kwargs)
+    common = dict(max_turns=settings.max_turns, max_new_tokens=settings.max_new_tokens, seeds=(settings.seed,))
 
-    def measure(stage: str, policy: Any, *, greedy: bool = True, perturb: bool = True) -> tuple[Row, Any]:
-        kwargs = dict(common, env_kwargs=teacher_env) if policy is teacher_policy else common
+    def measure(stage: str, policy: Any, *, greedy: bool = True, perturb: bool = True,
+                env: dict[str, Any] = env_kwargs) -> tuple[Row, Any]:
         result = evaluate(policy, env_id, test_tasks, greedy=greedy, temperature=settings.temperature,
-                          perturbations=[pert] if perturb and pert else [], label=stage, **kwargs)
+                          perturbations=[pert] if perturb and pert else [], label=stage, **common, env_kwargs=env)
         row = _row(stage, result, pert if perturb else None, families, minimal_steps)
         rows.append(row)
         return row, result
@@ -265,7 +264,8 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoResu
 
     stages.begin("evaluate the base model and the teacher on held-out tasks")
     base, _ = measure("base model", policy, perturb=False)
-    teacher, _ = measure(f"teacher (expert, skill {settings.teacher_skill})", teacher_policy)
+    teacher, _ = measure(f"teacher (expert, skill {settings.teacher_skill})", f"expert:{settings.teacher_skill}",
+                         env=teacher_env)
     stages.end(f"base {base.success:.0%}, teacher {teacher.success:.0%}")
 
     stages.begin(f"SFT on {settings.demos} demonstrations of the imperfect teacher")

@@ -24,10 +24,15 @@ from torch import Tensor
 from agentic_rl.algos.registry import register_advantage
 
 
+def _group_index(groups: Tensor) -> tuple[Tensor, int]:
+    """Each episode's group as 0 .. G-1, and G."""
+    _, index = torch.unique(groups, return_inverse=True)
+    return index, int(index.max().item()) + 1 if index.numel() else 0
+
+
 def _group_stats(scores: Tensor, groups: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Per-episode (group size, group sum, unbiased group std) for ``scores`` ``[B]``."""
-    _, index = torch.unique(groups, return_inverse=True)
-    num_groups = int(index.max().item()) + 1 if index.numel() else 0
+    index, num_groups = _group_index(groups)
     count = torch.zeros(num_groups, dtype=scores.dtype, device=scores.device).index_add_(0, index, torch.ones_like(scores))
     total = torch.zeros_like(count).index_add_(0, index, scores)
     mean = total / count
@@ -141,8 +146,7 @@ def efficiency_bonus(steps: Tensor, success: Tensor, groups: Tensor, coef: float
     if coef < 0:
         raise ValueError(f"efficiency coef must be >= 0, got {coef}")
     steps = steps.to(torch.float32)
-    _, index = torch.unique(groups, return_inverse=True)
-    num_groups = int(index.max().item()) + 1 if index.numel() else 0
+    index, num_groups = _group_index(groups)
     inf = torch.full((num_groups,), float("inf"), device=steps.device)
     won = success.bool()
     low = inf.scatter_reduce(0, index[won], steps[won], reduce="amin")

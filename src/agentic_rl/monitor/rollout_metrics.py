@@ -115,7 +115,7 @@ def _turn_rates(trajs: Sequence[Trajectory]) -> dict[str, float]:
         return {"rollout/parse_error_rate": 0.0, "rollout/invalid_action_rate": 0.0,
                 "rollout/repeated_action_rate": 0.0, "rollout/tool_error_rate": 0.0}
     kinds = Counter(action_kind(t) for t in turns)
-    explored = sum(bool(getattr(t, "explored", "")) for t in turns) / len(turns)
+    explored = sum(bool(t.explored) for t in turns) / len(turns)
     errors = Counter(turn_error(t) for t in turns)
     tool_calls = sum(1 for t in turns if action_kind(t) == "tool_call" or turn_error(t) in TOOL_ERRORS)
     tool_failures = sum(errors[k] for k in TOOL_ERRORS)
