@@ -6,13 +6,18 @@ command line carries the case's marker), no workspace or mount is left on the ho
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import signal
 import textwrap
+import threading
+import uuid
 
 import pytest
 
-from agentic_rl.sandbox import ExecResult
+from agentic_rl.sandbox import Call, ExecResult, run_calls
+from agentic_rl.sandbox.workspace import _force_rmtree
 
 FAST = {"wall_time_s": 1.0}  # programs expected to be stopped by the wall clock
 
@@ -157,6 +162,14 @@ CASES = [
             except OSError:
                 results.append("denied")
         print(" ".join(results))
+     """, {}, lambda res, lim: (res.ok and set(res.stdout.split()) == {"denied"}) or pytest.fail(str(res))),
+    # kernel.core_pattern names a program the host kernel runs as root on every crash; sysctls check only
+    # the writer's uid, so a sandbox started by root must find /proc/sys read-only. Opened, never written.
+    ("write_host_sysctls", """
+        import os
+        for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches", "/proc/sys/kernel/hostname"):
+            try: os.close(os.open(path, os.O_WRONLY)); print("writable:" + path)
+            except OSError: print("denied")
      """, {}, lambda res, lim: (res.ok and set(res.stdout.split()) == {"denied"}) or pytest.fail(str(res))),
 ]
 
@@ -334,3 +347,135 @@ def test_symlink_planted_in_workspace_is_not_followed_by_the_host(sandbox, marke
         assert not os.path.exists("/etc/owned")
         session.delete_file("leak")
         assert "leak" not in session.list_files() and os.path.exists("/etc/hostname")
+
+
+def _must_return(function, unblock) -> None:
+    """Run `function` in a thread; fail if it blocks (then `unblock()` until it returns, so the test ends).
+    The wait is a hang detector, not a timing: fixed helpers return at once."""
+    errors = []
+    worker = threading.Thread(target=lambda: errors.extend(_raised(function)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    blocked = worker.is_alive()
+    while worker.is_alive():
+        unblock()
+        worker.join(timeout=1)
+    assert not blocked, "the host blocked on a file the sandboxed program planted"
+    assert errors == [], errors
+
+
+def _raised(function) -> list[BaseException]:
+    try:
+        function()
+    except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+        return [exc]
+    return []
+
+
+def test_fifos_planted_in_the_workspace_do_not_block_the_host(sandbox, marker):
+    with sandbox.session() as session:
+        assert session.run(f"mkfifo notes solution.py && echo {marker}").ok
+        seen = {}
+        opened = []
+
+        def use_helpers():
+            seen["read_all"] = session.read_all()
+            session.write_file("solution.py", "x = 1\n")  # replaces the FIFO with a regular file
+            seen["written"] = session.read_file("solution.py")
+
+        def unblock():  # an open for reading and writing completes the host's blocked open of a FIFO
+            for name in ("notes", "solution.py"):
+                try:
+                    opened.append(os.open(session.workspace / name, os.O_RDWR | os.O_NONBLOCK))
+                except OSError:
+                    pass
+
+        try:
+            _must_return(use_helpers, unblock)
+        finally:
+            for fd in opened:
+                os.close(fd)
+        assert seen == {"read_all": {"notes": "\x00<unreadable>", "solution.py": "\x00<unreadable>"},
+                        "written": "x = 1\n"}
+
+
+def test_tampering_with_the_results_file_neither_hangs_nor_crashes_grading(sandbox):
+    source = """
+        import os
+        RESULTS = "/run/agentic-rl/out/results.jsonl"
+        with open(RESULTS, "a") as f:
+            f.write("[" * 100_000 + "\\n")  # too deep for the host's JSON parser
+        try:  # a directory (or FIFO) in its place would crash (or hang) the host's read
+            os.unlink(RESULTS); os.mkdir(RESULTS)
+        except OSError:
+            pass
+        def add(a, b): return a + b
+    """
+    calls = [Call("t1", "add", "(1, 2)"), Call("t2", "add", "('a', 'b')")]
+    outcomes = run_calls(sandbox, "solution.py", calls, files={"solution.py": textwrap.dedent(source)})
+    assert outcomes["t1"].matches(3) and outcomes["t2"].matches("ab"), outcomes
+
+
+def test_deeply_nested_directories_do_not_break_the_host_helpers(sandbox, marker):
+    # deeper than Python's recursion limit (os.walk and shutil.rmtree recurse per level before 3.12)
+    nest = "import os\nfor _ in range(1500): os.mkdir('d'); os.chdir('d')\nopen('leaf', 'w').write('x')"
+    with sandbox.session() as session:
+        assert session.run([sandbox.python, "-c", nest, marker]).ok
+        files = session.list_files()
+        assert len(files) == 1 and files[0].endswith("d/leaf") and session.read_all() == {files[0]: "x"}
+        session.delete_file("d")
+        assert session.list_files() == [] and os.listdir(session.workspace) == []
+
+
+def test_host_session_keyring_is_out_of_reach(sandbox, marker):
+    if platform.machine() != "x86_64":
+        pytest.skip("keyctl syscall numbers are spelled out for x86_64 only")
+    keyctl, add_key, session_keyring = 250, 248, -3
+    libc = ctypes.CDLL(None, use_errno=True)
+    secret = f"token-{uuid.uuid4().hex}".encode()
+    code = """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        key = libc.syscall(250, 10, -3, b"user", b"agentic-rl-test-secret", 0)  # KEYCTL_SEARCH
+        buf = ctypes.create_string_buffer(256)
+        size = libc.syscall(250, 11, key, buf, 256) if key > 0 else -1  # KEYCTL_READ
+        print("read", buf.raw[:max(size, 0)])
+    """
+    seen = {}
+
+    def host_thread():
+        # This thread's own throwaway session keyring, so the test leaves nothing in the host's.
+        if libc.syscall(keyctl, 1, None) < 0:  # KEYCTL_JOIN_SESSION_KEYRING
+            return
+        libc.syscall(add_key, b"user", b"agentic-rl-test-secret", secret, len(secret), session_keyring)
+        seen["res"] = run_py(sandbox, code, marker)
+
+    thread = threading.Thread(target=host_thread)
+    thread.start()
+    thread.join()
+    if "res" not in seen:
+        pytest.skip("keyrings are unavailable here (keyctl refused)")
+    assert seen["res"].ok and seen["res"].stdout.startswith("read"), seen["res"]
+    assert secret.decode() not in seen["res"].stdout
+
+
+def test_workspace_cleanup_never_changes_modes_through_planted_symlinks(tmp_path, monkeypatch):
+    host_file = tmp_path / "host_file"
+    host_file.write_text("mine")
+    host_file.chmod(0o600)
+    workspace = tmp_path / "workspace"
+    (workspace / "locked").mkdir(parents=True)
+    (workspace / "locked" / "link").symlink_to(host_file)
+    # As root nothing is refused; elsewhere a program's read-only directory makes the first unlink fail.
+    real_unlink, refused = os.unlink, []
+
+    def unlink_refused_once(path, *args, **kwargs):
+        if os.fspath(path).endswith("link") and not refused:
+            refused.append(path)
+            raise PermissionError(13, "Permission denied", path)
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink_refused_once)
+    _force_rmtree(workspace)
+    assert refused and not workspace.exists()
+    assert (host_file.stat().st_mode & 0o777) == 0o600

@@ -10,6 +10,7 @@ Covered (backend `bwrap`; see docs/sandbox.md for how each is enforced and teste
   the interpreter's install prefix (all read-only) and the per-execution workspace (read-write) are
   visible. /etc/shadow, /root, /home, the project, hidden tests and expected answers are not mounted.
   The sandbox's own root, /dev and /proc/sys are read-only; /tmp is a small private tmpfs.
+- Kernel keyrings: each execution starts with a new, empty session keyring (never the host's).
 - Network: a new network namespace with nothing in it: no outside address, no DNS, and not the host's
   loopback services.
 - Processes: new PID, IPC, UTS, cgroup and user namespaces; all capabilities dropped; no nested user
@@ -31,6 +32,8 @@ Not covered:
 - Reading what is mounted read-only on purpose (/usr, the interpreter, the harness source, the call
   arguments of the current grading run).
 - CPU contention: a sandbox can use its full CPU-time budget on any core; only wall time bounds it.
+- Kernel key quota: keys a sandbox adds count against its uid's quota (root's when run as root) until the
+  next execution drops its keyring; /proc/pressure triggers and other per-uid kernel quotas likewise.
 - Without cgroups (no writable v1/v2 controllers), memory is limited per process (address space) and
   fork bombs only by the wall clock; without mount rights, workspaces are plain directories on the host
   disk (bounded per file, not in total).

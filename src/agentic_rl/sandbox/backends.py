@@ -134,6 +134,11 @@ def bwrap_prefix(
     size = ["--size", str(tmpfs_mb << 20)] if "--size" in features else []
     shm = ["--size", str(min(tmpfs_mb, 16) << 20)] if "--size" in features else []
     args += [*size, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", *shm, "--tmpfs", "/dev/shm"]
+    # bwrap leaves /proc/sys writable (its own cover is skipped because the directory is mode 0555), and
+    # sysctl writes check only the writer's uid: a sandbox run by root could set kernel.core_pattern to a
+    # command the host kernel runs as root. The host's /proc/sys, bound read-only, shows the same values
+    # (each sysctl reads from the opener's namespaces).
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     if "--remount-ro" in features:
         args += ["--remount-ro", "/dev"]
     return args

@@ -7,8 +7,10 @@ The launcher is a tiny `/bin/sh` prologue (cheaper than a Python wrapper, and sa
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import platform
 import selectors
 import signal
 import subprocess
@@ -23,6 +25,25 @@ LAUNCH_FAILED_EXIT = 125
 _READ_CHUNK = 1 << 16
 _KILL_FACTOR = 8  # a program still writing past 8x the output cap is killed, not drained forever
 _DRAIN_GRACE_S = 0.25
+
+
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 311, "s390x": 280}.get(platform.machine())
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def fresh_session_keyring() -> None:
+    """Give the calling thread, and so every child it starts next, a new empty session keyring.
+
+    Kernel keyrings belong to no namespace bwrap creates: a child inherits its parent thread's session
+    keyring (for root, the user-session keyring all root processes share), and could read the keys in it
+    or plant new ones for the host. A new keyring per execution also keeps one sandbox's planted keys
+    from the next. Best effort: where keyctl is refused (a container's seccomp filter), the sandboxed
+    program inherits the same filter and cannot use keyrings either. The calling thread keeps the new
+    keyring as its session keyring.
+    """
+    if _SYS_KEYCTL is not None:
+        _libc.syscall(_SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None)
 
 
 def _shell_nproc_flag() -> str | None:
@@ -99,6 +120,7 @@ def execute(
     cgroup); it is called after a timeout and after the main process exits.
     """
     start = time.monotonic()
+    fresh_session_keyring()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=env, cwd=cwd, close_fds=True, start_new_session=True,

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -72,12 +73,19 @@ def _force_rmtree(path: Path) -> None:
     def retry_writable(function, target, _exc):  # a program may have chmod 000'ed its own dirs
         try:
             os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            os.chmod(target, stat.S_IRWXU)
+            if not os.path.islink(target):  # chmod follows symlinks: never touch what one points at
+                os.chmod(target, stat.S_IRWXU)
             function(target)
         except OSError:
             pass
 
-    shutil.rmtree(path, onerror=retry_writable)
+    try:
+        shutil.rmtree(path, onerror=retry_writable)
+    except RecursionError:
+        # Python < 3.12 recurses once per directory level; a program can nest thousands. rm -rf walks any
+        # depth and, like rmtree, never follows symlinks.
+        subprocess.run(["rm", "-rf", "--", str(path)], check=False, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
 
 
 def remove_stale(base_dir: Path) -> None:
@@ -132,16 +140,24 @@ class WorkspaceDir:
         target = self.resolve(relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode() if isinstance(content, str) else bytes(content)
-        if target.is_symlink():
-            target.unlink()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            target.unlink()  # a planted symlink, FIFO or socket: replace it with a regular file
+        # O_NONBLOCK: opening a FIFO for writing would otherwise wait forever for a reader.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         with os.fdopen(fd, "wb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ValueError(f"not a regular file: {relative!r}")
             handle.write(data)
 
     def read_bytes(self, relative: str) -> bytes:
         target = self.resolve(relative)
         try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+            # O_NONBLOCK: opening a FIFO the program planted would otherwise wait forever for a writer.
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             if target.is_symlink():
                 raise ValueError(f"refusing to follow a symlink in the workspace: {relative!r}") from exc
@@ -152,11 +168,21 @@ class WorkspaceDir:
             return handle.read()
 
     def list_files(self) -> list[str]:
-        found = []
-        for root, dirs, files in os.walk(self.path, followlinks=False):
-            rel_root = os.path.relpath(root, self.path)
-            for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-                found.append(name if rel_root == "." else os.path.join(rel_root, name))
+        # An explicit stack, not os.walk: Python < 3.12 recurses once per level, and a program can nest
+        # directories deeper than the recursion limit. Unreadable directories are skipped, as os.walk does.
+        found, pending = [], [""]
+        while pending:
+            relative = pending.pop()
+            try:
+                with os.scandir(self.path / relative) as entries:
+                    for entry in entries:
+                        name = os.path.join(relative, entry.name) if relative else entry.name
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(name)
+                        else:
+                            found.append(name)
+            except OSError:
+                continue
         return sorted(found)
 
     def delete(self, relative: str) -> None:
