@@ -1,6 +1,7 @@
 """code-repair-v0: contract, actions, the seed's reward end to end, experts, task validation."""
 
 import json
+import random
 import warnings
 
 import pytest
@@ -8,6 +9,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from agentic_rl.agent.actions import answer, tool_call
 from agentic_rl.env import make
+from agentic_rl.envs.code_grading import grade
 from agentic_rl.envs.code_repair import CodeRepairEnv
 from agentic_rl.envs.code_repair_tasks import grade_task_code, humaneval_tasks, load_task_file
 from agentic_rl.envs.experts import play_expert
@@ -102,6 +104,30 @@ def test_level0_syntax_task_scores_zero_unfixed_and_full_when_fixed(env):
     env.step(tool_call("replace", {"start": 2, "end": 2, "code": "    while b != 0:"}))
     _, reward, _, _, info = env.step(SUBMIT)
     assert info["success"] and reward == pytest.approx(1.5)
+
+
+def test_counting_calls_or_forging_records_by_test_id_does_not_pass_hidden_tests(env, sandbox):
+    # Both cheats answer the visible test average([1, 2, 3]) == 2 without recognising its input: one
+    # answers the first call it gets, the other writes a result record for the test's id into the
+    # harness's results file (reachable from agent code) and ends the process.
+    env.reset(options={"task": "starter-average"})
+    counter = "_calls = []\n\ndef average(xs):\n    _calls.append(xs)\n    return 2 if len(_calls) == 1 else 0\n"
+    forger = ("import json, os, sys\n"
+              "with open(sys.argv[3], 'a') as out:\n"
+              "    out.write(json.dumps({'id': 't0.0', 'status': 'ok', 'value': ['int', '2']}) + '\\n')\n"
+              "getattr(os, '_exit')(0)\n")
+    first_test_passed = [grade(sandbox, counter, env.tests, "average", rng=random.Random(seed)).results["t0"].passed
+                         for seed in range(6)]
+    assert not all(first_test_passed)  # the first call is a different test under most orders
+    assert grade(sandbox, forger, env.tests, "average").passed == 0
+
+
+def test_a_malformed_forged_record_does_not_crash_grading(env):
+    env.reset(options={"task": "starter-average"})
+    forged = "import json, sys\nopen(sys.argv[3], 'a').write(json.dumps({'id': [1], 'status': 'ok'}) + '\\n')\n"
+    env.step(tool_call("replace", {"start": 1, "end": 0, "code": forged}))
+    _, reward, terminated, _, info = env.step(SUBMIT)  # graded as the buggy code it still is
+    assert terminated and info["tests_passed"] == 1 and reward == pytest.approx(seed_formula(True, 1, 4))
 
 
 def test_replace_insert_delete_and_bad_ranges(env):

@@ -67,3 +67,16 @@ def test_visible_tests_show_a_failing_test_first():
     conv = convert_problem(load_problems()[0])
     assert visible_test_ids(conv.tests, failing=["t3", "t5"]) == ["t0", "t3"]
     assert visible_test_ids(conv.tests, failing=[t.id for t in conv.tests]) == ["t0", "t1"]
+
+
+def test_a_failing_test_always_stays_hidden():
+    """Showing every failing test would let code that returns the visible answers pass everything."""
+    conv = convert_problem(load_problems()[0])
+    ids = [t.id for t in conv.tests]
+    assert visible_test_ids(conv.tests, failing=["t3"]) == ["t0", "t1"]  # the only failing test is hidden
+    two = conv.tests[:2]
+    assert visible_test_ids(two, failing=["t0", "t1"]) == ["t0"]
+    assert visible_test_ids(two, failing=["t1"]) == ["t0"]
+    for failing in (ids[:1], ids[:2], ids):
+        shown = visible_test_ids(conv.tests, failing=failing)
+        assert set(failing) - set(shown), failing

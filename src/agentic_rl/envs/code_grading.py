@@ -5,17 +5,23 @@ which sends back each call's serialised return value. Each test's predicate (the
 replaced by their values) is then evaluated in this process on plain decoded data — the expected values
 never enter the sandbox, and a test passes only when *its own id* is reported with every call ``ok`` and
 the predicate true. Nothing depends on the exit code.
+
+Inside the sandbox the calls carry random ids and run in a random order, so agent code cannot tell which
+test it is answering from the order of calls (a counter in a global) or forge a result record for a
+known test id (the harness's results file is reachable from agent code in the same process). What it
+still can do is recognise an input by value: :func:`agentic_rl.rewards.special_casing` looks for that.
 """
 
 from __future__ import annotations
 
 import ast
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_rl.sandbox import Call, run_calls
-from agentic_rl.tasks.code_tests import TestSpec, evaluate_predicate, predicate_namespace
+from agentic_rl.tasks.code_tests import CallSpec, TestSpec, evaluate_predicate, predicate_namespace
 
 MODULE_FILE = "solution.py"
 _VALUE_CHARS = 200
@@ -79,26 +85,39 @@ def _short(value: Any) -> str:
 
 
 def grade(runner: Any, code: str, tests: Sequence[TestSpec], entry_point: str, *, imports: Iterable[str] = (),
-          fresh: bool = True, limits: Any = None) -> GradeReport:
+          fresh: bool = True, limits: Any = None, rng: random.Random | None = None) -> GradeReport:
     """Grade ``code`` on ``tests``.
 
     ``runner`` is a ``Sandbox`` or a ``SandboxSession``. With ``fresh=True`` the file is sent along as the
     only file of a throwaway workspace (hidden grading: nothing the agent planted can interfere); with
     ``fresh=False`` the session's workspace is used as it is (``solution.py`` must already be there).
-    A file that does not compile fails every test without running anything.
+    A file that does not compile fails every test without running anything. ``rng`` draws the order and
+    ids of the calls inside the sandbox (default: the OS's randomness, which agent code cannot predict).
     """
     error = compile_error(code)
     if error:
         failed = {t.id: TestResult(t.id, False, f"solution.py does not compile: {error}") for t in tests}
         return GradeReport(False, error, failed)
-    calls = [Call(c.id, entry_point, c.args_tuple()) for t in tests for c in t.calls]
-    files = {MODULE_FILE: code} if fresh else None
-    outcomes = run_calls(runner, module_file=MODULE_FILE, calls=calls, files=files, limits=limits)
+    outcomes = _run_shuffled(runner, [c for t in tests for c in t.calls], entry_point,
+                             files={MODULE_FILE: code} if fresh else None, limits=limits,
+                             rng=rng or random.SystemRandom())
     namespace = predicate_namespace(imports)
     report = GradeReport(True)
     for test in tests:
         report.results[test.id] = _judge(test, outcomes, namespace)
     return report
+
+
+def _run_shuffled(runner: Any, specs: list[CallSpec], entry_point: str, *, files: dict | None, limits: Any,
+                  rng: random.Random) -> dict[str, Any]:
+    """Run the calls under random ids in a random order; the outcomes come back keyed by the real ids."""
+    order = rng.sample(specs, len(specs))
+    real_id = {f"c{rng.getrandbits(64):016x}": spec.id for spec in order}
+    if len(real_id) != len(order):  # a 64-bit collision: fall back to positional ids (still shuffled)
+        real_id = {f"c{i}": spec.id for i, spec in enumerate(order)}
+    calls = [Call(opaque, entry_point, spec.args_tuple()) for opaque, spec in zip(real_id, order, strict=True)]
+    outcomes = run_calls(runner, module_file=MODULE_FILE, calls=calls, files=files, limits=limits)
+    return {real_id[opaque]: outcome for opaque, outcome in outcomes.items()}
 
 
 def _judge(test: TestSpec, outcomes: dict, namespace: dict) -> TestResult:

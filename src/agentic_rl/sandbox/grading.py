@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -162,7 +163,11 @@ def _run_in_session(
         results.touch()
         if sandbox.backend == "bwrap":
             inside = backends.AUX_DIR
-            binds = [(str(aux / "harness"), f"{inside}/harness", False), (str(aux / "out"), f"{inside}/out", True)]
+            # Only the results file itself is writable: a mount point cannot be unlinked or renamed, so
+            # the program cannot swap it for a FIFO (the host's read would block forever), a directory
+            # or a symlink to a host file, nor fill the host's disk with new files beside it.
+            binds = [(str(aux / "harness"), f"{inside}/harness", False),
+                     (str(results), f"{inside}/out/results.jsonl", True)]
         else:
             inside, binds = str(aux), []
         argv = [*sandbox.python_argv(), f"{inside}/harness/harness.py",
@@ -170,11 +175,23 @@ def _run_in_session(
                 f"{inside}/out/results.jsonl", repr(float(call_timeout_s))]
         payload = json.dumps([{"id": c.id, "function": c.function, "args": c.args} for c in calls])
         result = session.execute(argv, stdin=payload, limits=limits, binds=binds)
-        with open(results, "rb") as handle:
-            reported = handle.read(_MAX_RESULTS_BYTES)
+        reported = _read_results(results)
     finally:
         shutil.rmtree(aux, ignore_errors=True)
     return _collect(calls, reported, result), result
+
+
+def _read_results(path: Path) -> bytes:
+    """The report file's first bytes; empty when it is not a regular file (backend 'none' lets the program
+    replace it). Never follows a symlink and never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return b""
+        return handle.read(_MAX_RESULTS_BYTES)
 
 
 def _collect(calls: list[Call], reported: bytes, result: ExecResult) -> dict[str, CallOutcome]:
@@ -183,9 +200,10 @@ def _collect(calls: list[Call], reported: bytes, result: ExecResult) -> dict[str
     for line in reported.splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # the program can write anything here, e.g. '[' * 10**5
             continue
-        if isinstance(record, dict) and record.get("id") in wanted:
+        # The file is writable by agent code: a forged id may be any JSON value (a list is unhashable).
+        if isinstance(record, dict) and isinstance(record.get("id"), str) and record["id"] in wanted:
             lines_by_id.setdefault(record["id"], set()).add(line.strip())
     outcomes = {}
     for call in calls:

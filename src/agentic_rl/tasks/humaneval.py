@@ -173,15 +173,21 @@ def candidate_mutants(problem: HumanEvalProblem, level: int, limit: int = 6) -> 
 
 
 def visible_test_ids(tests: list[TestSpec], failing: Iterable[str], count: int = 2) -> list[str]:
-    """The tests shown to the agent: the first failing one (a bug report) plus the first passing one."""
+    """The tests shown to the agent: the first failing one (a bug report) plus the first passing one.
+
+    At least one failing test always stays hidden: were every failing test visible, code that returns the
+    visible answers for the visible inputs and keeps the buggy behaviour elsewhere would pass every test.
+    So with a single failing test only passing tests are shown.
+    """
     failing = set(failing)
-    chosen = [t.id for t in tests if t.id in failing][:1]
+    fail_ids = [t.id for t in tests if t.id in failing]
+    shown_failing = fail_ids[: len(fail_ids) - 1]  # those that may be shown, in order
+    chosen = shown_failing[:1]
     chosen += [t.id for t in tests if t.id not in failing][: count - len(chosen)]
-    for t in tests:  # level 0: every test fails; fill up in order
+    for test_id in shown_failing[1:]:  # level 0: every test fails; fill up in order
         if len(chosen) >= count:
             break
-        if t.id not in chosen:
-            chosen.append(t.id)
+        chosen.append(test_id)
     order = [t.id for t in tests]
     return sorted(chosen, key=order.index)
 
