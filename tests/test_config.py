@@ -69,3 +69,30 @@ def test_flat_names_are_unique_across_sections():
             assert name not in seen, f"{name} is in both {seen.get(name)} and {section}"
             seen[name] = section
     assert Config.from_flat(advantage="rloo", lr=2e-5).flat()["advantage"] == "rloo"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (b"train:\n  lr: 1.0e-5  # caf\xe9\n", r"bad\.yaml:2: not valid UTF-8"),
+        (b"train:\n  lr: 1.0e-5\ntrain:\n  iterations: 3\n", r"bad\.yaml: invalid YAML: key 'train' appears twice.*line 3"),
+        (b"extends: bad.yaml\n", r"bad\.yaml: 'extends' makes a cycle"),
+        (b"extends: missing.yaml\n", r"bad\.yaml: 'extends' names a config file that does not exist: .*missing\.yaml"),
+        (b"train:\n  iterations: true\n", r"'train\.iterations': expected a number, got a boolean"),
+    ],
+    ids=["latin-1 byte", "repeated section", "extends itself", "extends a missing file", "bool for a count"],
+)
+def test_bad_config_file_is_named_with_line_or_field(tmp_path, text, needle):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(text)
+    with pytest.raises(ConfigError, match=needle):
+        load_config(bad)
+
+
+def test_bad_override_names_the_override():
+    with pytest.raises(ConfigError, match=r"override 'env\.env_kwargs=\{levels: \[0': the value is not valid YAML"):
+        load_config(None, ["env.env_kwargs={levels: [0"])
+    with pytest.raises(ConfigError, match=r"'train' is a section, not a field"):
+        load_config(None, ["train=3"])
+    with pytest.raises(ConfigError, match=r"'train\.lrr' \(did you mean 'lr'\?\)"):
+        load_config(None, ["train.lrr=1e-5"])

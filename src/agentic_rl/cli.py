@@ -36,7 +36,16 @@ def version() -> None:
 
 
 def main() -> None:
-    app()
+    from agentic_rl.config import ConfigError
+    from agentic_rl.tasks.core import TaskFileError
+
+    try:
+        app()
+    except (ConfigError, TaskFileError) as exc:
+        # Some commands meet a bad task file or config deep inside (train reads env.task_file only after
+        # loading the model). The message already names the file, line and field: show it, not a traceback.
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

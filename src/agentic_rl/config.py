@@ -21,12 +21,13 @@ Field names are unique across sections, so Python callers can pass them flat:
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 
 class ConfigError(ValueError):
@@ -39,6 +40,17 @@ class ConfigRiskWarning(UserWarning):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads true as 1: `iterations: true` would silently train for one iteration.
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            kinds = {annotation, *get_args(annotation)}
+            if bool not in kinds and kinds & {int, float}:
+                raise ValueError("expected a number, got a boolean")
+        return value
 
 
 class ModelConfig(_Section):
@@ -229,7 +241,17 @@ def section_of(field_name: str) -> str | None:
     for section, model in SECTIONS.items():
         if field_name in model.model_fields:
             return section
-    raise ConfigError(f"unknown config field {field_name!r}; see `agentic-rl train --help` or docs/config.md")
+    if field_name in SECTIONS:
+        raise ConfigError(f"{field_name!r} is a section, not a field; name one of its fields, e.g. "
+                          f"{field_name}.{next(iter(SECTIONS[field_name].model_fields))}")
+    every = [name for model in SECTIONS.values() for name in model.model_fields]
+    raise ConfigError(f"unknown config field {field_name!r}{_did_you_mean(field_name, every)}; "
+                      "see `agentic-rl train --help` or docs/config.md")
+
+
+def _did_you_mean(name: str, valid: Any) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _format_validation_error(exc: ValidationError) -> str:
@@ -240,9 +262,11 @@ def _format_validation_error(exc: ValidationError) -> str:
             parent = err["loc"][:-1]
             model = SECTIONS.get(str(parent[0])) if len(parent) == 1 else (Config if not parent else None)
             valid = f"; valid: {', '.join(model.model_fields)}" if model is not None else ""
-            lines.append(f"unknown config field {where!r}{valid}")
+            hint = _did_you_mean(str(err["loc"][-1]), model.model_fields) if model is not None else ""
+            lines.append(f"unknown config field {where!r}{hint}{valid}")
         else:
-            lines.append(f"config field {where!r}: {err['msg']} (got {err.get('input')!r})")
+            message = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own error
+            lines.append(f"config field {where!r}: {message} (got {err.get('input')!r})")
     return "\n".join(lines)
 
 
@@ -275,25 +299,78 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...])
             if not isinstance(node.setdefault(part, {}), dict):
                 raise ConfigError(f"override {item!r}: {part!r} is not a section")
             node = node[part]
-        node[path[-1]] = yaml.safe_load(text) if text.strip() else None
+        try:
+            node[path[-1]] = _parse_yaml(text) if text.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({_yaml_problem(exc)})") from None
     return out
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
+def read_yaml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
     """A config file as a raw mapping, following ``extends:`` (relative to the file)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file not found: {path}")
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a file (expected a YAML config)")
+    data = path.read_bytes()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); save the file as "
+                          "UTF-8") from None
+    try:
+        raw = _parse_yaml(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a config must be a mapping of sections")
+        raise ConfigError(f"{path}: a config must be a mapping of sections, got {type(raw).__name__}")
     parent = raw.pop("extends", None)
     if parent is None:
         return raw
-    return _merge(read_yaml(path.parent / str(parent)), raw)
+    if not isinstance(parent, str) or not parent:
+        raise ConfigError(f"{path}: 'extends' must be the path of another config file, got {parent!r}")
+    chain = (*_chain, path.resolve())
+    parent_path = path.parent / parent
+    if parent_path.resolve() in chain:
+        names = " -> ".join(str(p) for p in (*chain, parent_path.resolve()))
+        raise ConfigError(f"{path}: 'extends' makes a cycle: {names}")
+    if not parent_path.exists():
+        raise ConfigError(f"{path}: 'extends' names a config file that does not exist: {parent_path}")
+    return _merge(read_yaml(parent_path, chain), raw)
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key repeated in one mapping is an error.
+
+    PyYAML keeps the last of two equal keys: a second ``train:`` section would silently replace the first.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            # merge keys (<<: *anchor) may legitimately be overridden; only keys written here count
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in one mapping (first on line "
+                        f"{seen[key_node.value]})", key_node.start_mark)
+                seen[key_node.value] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The short reason of a YAML error (PyYAML's own text repeats the input over several lines)."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem is None:
+        return str(exc)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

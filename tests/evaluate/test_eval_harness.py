@@ -102,3 +102,16 @@ def test_same_checkpoint_tasks_and_seed_give_the_same_numbers(tmp_path, tiny_mod
     other_seed = evaluate(str(checkpoint), ENV, **{**kwargs, "seeds": [4]})
     # sampling noise really depends on the seed, so the equality above is not vacuous
     assert [t.turns[0].action for t in other_seed.trajectories] != [t.turns[0].action for t in first.trajectories]
+
+
+def test_cli_eval_names_a_split_the_task_file_lacks(tmp_path):
+    from agentic_rl.envs.tool_use_tasks import generate_tasks
+
+    path = tmp_path / "mine.jsonl"
+    generate_tasks(seed=0, n_per_family=2, families=("calc",)).split("train").save(path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", "expert", "--env", ENV, "--tasks", str(path), "--split", "tset"])
+    assert result.exit_code != 0
+    assert "'tset'" in result.output and "splits present: train" in result.output
+    whole = runner.invoke(app, ["eval", "expert", "--env", ENV, "--tasks", str(path), "--limit", "2"])
+    assert whole.exit_code == 0, whole.output  # no --split: the file is evaluated whole

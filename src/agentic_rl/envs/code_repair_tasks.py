@@ -40,7 +40,7 @@ from agentic_rl.tasks.code_tests import (
     convert_check,
     with_display_name,
 )
-from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
+from agentic_rl.tasks.core import Task, TaskFileError, TaskSet, load_with_locations
 
 log = logging.getLogger(__name__)
 
@@ -168,27 +168,14 @@ def load_task_file(path: str | Path, sandbox: Any) -> TaskSet:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"code-repair task file not found: {path}")
-    raw = TaskSet.load(path)  # generic fields, with file:line in errors
+    raw, locations = load_with_locations(path)  # generic fields, with file:line in errors
     key = hashlib.sha256(path.read_bytes() + generator_hash().encode()).hexdigest()[:16]
 
     def build() -> TaskSet:
-        lines = _line_numbers(path)
-        return TaskSet([normalise_task(t, sandbox, f"{path}:{lines.get(t.id, '?')} (task {t.id!r})") for t in raw],
+        return TaskSet([normalise_task(t, sandbox, f"{locations[t.id]} (task {t.id!r})") for t in raw],
                        name=path.stem)
 
     return _cached(_cache_path("file", key), build, path.stem)
-
-
-def _line_numbers(path: Path) -> dict[str, int]:
-    out = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            try:
-                out[str(json.loads(stripped).get("id"))] = lineno
-            except (json.JSONDecodeError, AttributeError):
-                continue
-    return out
 
 
 def starter_tasks(sandbox: Any) -> TaskSet:

@@ -28,27 +28,30 @@ from typing import Any, ClassVar
 from agentic_rl.agent.actions import Action, answer, command
 from agentic_rl.env.core import Env
 from agentic_rl.envs import shell_tasks
+from agentic_rl.envs.task_data import load_env_tasks
 from agentic_rl.rewards import combine, step_cost, total
 from agentic_rl.sandbox import Limits, Sandbox
 from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
 
 
-def _validate(task: Task) -> None:
+def _validate(task: Task, where: str) -> None:
     data = task.data
     if "files" in data:
         files = data["files"]
         if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-            raise TaskFileError(f"task {task.id!r}: 'data.files' must map relative paths to text")
+            raise TaskFileError(f"{where}: 'data.files' must map relative paths to text")
         if not isinstance(data.get("answer"), str):
-            raise TaskFileError(f"task {task.id!r}: a custom tree needs a string 'data.answer'")
+            raise TaskFileError(f"{where}: a custom tree needs a string 'data.answer', got {data.get('answer')!r}")
         if data.get("answer_kind", "text") not in ("int", "path", "text"):
-            raise TaskFileError(f"task {task.id!r}: 'data.answer_kind' must be int, path or text")
+            raise TaskFileError(f"{where}: 'data.answer_kind' must be int, path or text, "
+                                f"got {data.get('answer_kind')!r}")
         return
     if data.get("kind") not in shell_tasks.KINDS:
-        raise TaskFileError(f"task {task.id!r}: 'data.kind' must be one of {', '.join(shell_tasks.KINDS)}, "
+        raise TaskFileError(f"{where}: 'data.kind' must be one of {', '.join(shell_tasks.KINDS)}, "
                             f"got {data.get('kind')!r}")
-    if not isinstance(data.get("seed"), int):
-        raise TaskFileError(f"task {task.id!r}: 'data.seed' must be an integer, got {data.get('seed')!r}")
+    seed = data.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool):  # True is an int to Python, not a seed
+        raise TaskFileError(f"{where}: 'data.seed' must be an integer, got {seed!r}")
 
 
 MAX_COMMAND_CHARS = 10_000
@@ -79,16 +82,7 @@ class ShellEnv(Env):
                  levels: list[int] | None = None, sandbox: Sandbox | None = None, backend: str = "auto",
                  limits: Limits | None = None, max_steps: int = 12, step_cost: float = 0.0,
                  max_output_chars: int = 2000, **kwargs: Any):
-        if tasks is None:
-            taskset = shell_tasks.shell_tasks()
-        elif isinstance(tasks, TaskSet):
-            taskset = tasks
-        else:
-            taskset = TaskSet.load(tasks)
-        for task in taskset:
-            _validate(task)
-        if split is not None:
-            taskset = taskset.split(split)
+        taskset = load_env_tasks(tasks, split=split, generate=shell_tasks.shell_tasks, validate=_validate)
         if levels is not None:
             taskset = taskset.filter(lambda t: t.difficulty in set(levels))
         if len(taskset) == 0:

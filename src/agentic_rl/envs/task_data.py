@@ -7,26 +7,13 @@ so a user who wrote ``data.answer`` wrong sees ``tasks.jsonl:7: field 'data.answ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
-from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
+from agentic_rl.tasks.core import Task, TaskFileError, TaskSet, load_with_locations
 
 #: ``validate(task, where)`` raises :class:`TaskFileError` whose message starts with ``where``.
 Validator = Callable[[Task, str], None]
-
-
-def _line_numbers(path: Path) -> dict[str, int]:
-    """Task id -> line number, read the same way ``TaskSet.load`` reads the file."""
-    lines: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            stripped = line.strip()
-            if stripped and not stripped.startswith("#"):
-                raw = json.loads(stripped)
-                lines[str(raw.get("id"))] = lineno
-    return lines
 
 
 def load_env_tasks(
@@ -44,10 +31,9 @@ def load_env_tasks(
         taskset = generate()
     elif isinstance(tasks, (str, Path)):
         path = Path(tasks)
-        taskset = TaskSet.load(path)
-        lines = _line_numbers(path)
+        taskset, locations = load_with_locations(path)
         for task in taskset:
-            validate(task, f"{path}:{lines.get(task.id, '?')}")
+            validate(task, locations[task.id])
     elif isinstance(tasks, TaskSet):
         taskset = tasks
         for task in taskset:
@@ -58,7 +44,8 @@ def load_env_tasks(
         return taskset
     chosen = taskset.split(split)
     if len(chosen) == 0:
-        raise ValueError(f"no tasks in split {split!r} of {taskset.name}; splits present: {taskset.splits()}")
+        source = tasks if isinstance(tasks, (str, Path)) else taskset.name
+        raise ValueError(f"no tasks in split {split!r} of {source}; splits present: {taskset.splits()}")
     return chosen
 
 
@@ -68,9 +55,14 @@ def require(data: dict, key: str, types: type | tuple[type, ...], where: str, wh
         raise TaskFileError(f"{where}: missing field 'data.{key}'")
     value = data[key]
     if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
-        expected = what or " or ".join(t.__name__ for t in _as_tuple(types))
+        expected = what or " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in _as_tuple(types))
         raise TaskFileError(f"{where}: field 'data.{key}' must be {expected}, got {value!r:.60}")
     return value
+
+
+#: how a Python type is called in a JSON task file
+_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", int: "an integer", float: "a number",
+               bool: "true or false"}
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

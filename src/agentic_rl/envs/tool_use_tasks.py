@@ -222,6 +222,10 @@ def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float =
 
 
 # -- validation ---------------------------------------------------------------------------------
+#: the keys of ``data`` (module docstring); another key is a typo that would be silently ignored
+DATA_KEYS: tuple[str, ...] = ("family", "answer", "kb", "needed", "habit_call", "q", "perturbation")
+
+
 def _check_call(call: Any, where: str, name: str) -> None:
     if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(
             call.get("arguments", {}), dict):
@@ -239,14 +243,27 @@ def _check_call(call: Any, where: str, name: str) -> None:
             raise TaskFileError(f"{where}: field 'data.{name}.arguments.expression': {exc}") from None
 
 
+def _check_kb(kb: Any, where: str) -> None:
+    if not isinstance(kb, dict) or not all(isinstance(v, dict) for v in kb.values()):
+        raise TaskFileError(f"{where}: field 'data.kb' must map entity names to objects of fields")
+    for entity, fields in kb.items():
+        for name, value in fields.items():
+            # lookup hands the value to the agent and calculator; a list or null there only fails mid-episode
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise TaskFileError(f"{where}: field 'data.kb.{entity}.{name}' must be a number or a string, "
+                                    f"got {value!r:.60}")
+
+
 def validate_task(task: Task, where: str) -> None:
     """Raise :class:`TaskFileError` naming ``where`` and the ``data`` field if ``task`` is unusable."""
     data = task.data
+    unknown = sorted(set(data) - set(DATA_KEYS))
+    if unknown:
+        raise TaskFileError(f"{where}: unknown field(s) {['data.' + k for k in unknown]}; "
+                            f"valid: {', '.join(DATA_KEYS)}")
     require(data, "family", str, where)
     require(data, "answer", (int, float, str), where, "a number or a string")
-    kb = data.get("kb", {})
-    if not isinstance(kb, dict) or not all(isinstance(v, dict) for v in kb.values()):
-        raise TaskFileError(f"{where}: field 'data.kb' must map entity names to objects of fields")
+    _check_kb(data.get("kb", {}), where)
     needed = data.get("needed", [])
     if not isinstance(needed, list):
         raise TaskFileError(f"{where}: field 'data.needed' must be a list of tool calls")

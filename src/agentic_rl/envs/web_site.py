@@ -138,7 +138,7 @@ def validate_data(data: dict[str, Any], where: str) -> None:
         raise TaskFileError(f"{where}: field 'data.products' must be a non-empty list")
     ids = set()
     for i, product in enumerate(products):
-        _validate_product(product, f"{where}: field 'data.products[{i}]'")
+        _validate_product(product, where, f"data.products[{i}]")
         if product["id"] in ids:
             raise TaskFileError(f"{where}: field 'data.products[{i}].id' repeats {product['id']!r}")
         ids.add(product["id"])
@@ -158,17 +158,19 @@ def validate_data(data: dict[str, Any], where: str) -> None:
         raise TaskFileError(f"{where}: field 'data.constraints' must describe {need}; {len(found)} match")
 
 
-def _validate_product(product: Any, where: str) -> None:
+def _validate_product(product: Any, where: str, field: str) -> None:
     if not isinstance(product, dict):
-        raise TaskFileError(f"{where} must be an object")
+        raise TaskFileError(f"{where}: field '{field}' must be an object, got {product!r:.60}")
     for name in ("id", *PRODUCT_FIELDS):
         if name not in product:
-            raise TaskFileError(f"{where} is missing {name!r}")
+            raise TaskFileError(f"{where}: field '{field}' is missing {name!r}")
         numeric = name in ("price", "rating")
-        ok = isinstance(product[name], (int, float)) and not isinstance(product[name], bool) if numeric \
-            else isinstance(product[name], str) and product[name]
+        value = product[name]
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if numeric \
+            else isinstance(value, str) and value
         if not ok:
-            raise TaskFileError(f"{where}.{name} must be a {'number' if numeric else 'non-empty string'}")
+            raise TaskFileError(f"{where}: field '{field}.{name}' must be a "
+                                f"{'number' if numeric else 'non-empty string'}, got {value!r:.60}")
 
 
 # -- prompts -------------------------------------------------------------------------------------

@@ -186,31 +186,77 @@ def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float =
 
 
 # -- validation ---------------------------------------------------------------------------------
-def _check_list(value: Any, where: str, name: str, keys: Sequence[str]) -> None:
+#: the keys of ``data`` (module docstring); another key is a typo that would be silently ignored
+DATA_KEYS: tuple[str, ...] = ("family", "world", "goal", "plan", "q")
+_NUMBER = (int, float)
+
+
+def _check_list(value: Any, where: str, name: str, fields: dict[str, type | tuple[type, ...]]) -> list[dict]:
+    """``value`` as a list of objects holding each of ``fields`` with its type (bools are not numbers)."""
     if not isinstance(value, list):
-        raise TaskFileError(f"{where}: field 'data.{name}' must be a list")
+        raise TaskFileError(f"{where}: field 'data.{name}' must be a list, got {value!r:.60}")
     for i, row in enumerate(value):
-        missing = [k for k in keys if not isinstance(row, dict) or k not in row]
+        missing = [k for k in fields if not isinstance(row, dict) or k not in row]
         if missing:
             raise TaskFileError(f"{where}: field 'data.{name}[{i}]' lacks {missing}")
+        for key, types in fields.items():
+            if not isinstance(row[key], types) or isinstance(row[key], bool):
+                expected = "a number" if types is _NUMBER else "a string"
+                raise TaskFileError(f"{where}: field 'data.{name}[{i}].{key}' must be {expected}, "
+                                    f"got {row[key]!r:.60}")
+    return value
+
+
+def _check_world(world: dict, where: str) -> set[str]:
+    """The order ids of a valid ``data.world``; every order's customer must be one of its customers."""
+    customers = _check_list(world.get("customers"), where, "world.customers",
+                            {"id": str, "name": str, "email": str, "tier": str})
+    orders = _check_list(world.get("orders"), where, "world.orders", {"id": str, "customer": str, "status": str})
+    customer_ids = {c["id"] for c in customers}
+    for i, order in enumerate(orders):
+        if order["customer"] not in customer_ids:
+            raise TaskFileError(f"{where}: field 'data.world.orders[{i}].customer' names no customer in "
+                                f"data.world.customers, got {order['customer']!r}")
+        if order["status"] not in _STATUSES:
+            raise TaskFileError(f"{where}: field 'data.world.orders[{i}].status' must be one of "
+                                f"{', '.join(_STATUSES)}, got {order['status']!r}")
+        if "items" not in order:
+            raise TaskFileError(f"{where}: field 'data.world.orders[{i}]' lacks ['items']")
+        _check_list(order["items"], where, f"world.orders[{i}].items", {"name": str, "price": _NUMBER})
+    return {o["id"] for o in orders}
+
+
+def _check_goal(goal: dict, where: str, order_ids: set[str]) -> None:
+    refunds = goal.get("refunds", {})
+    if not isinstance(refunds, dict):
+        raise TaskFileError(f"{where}: field 'data.goal.refunds' must map order ids to amounts")
+    for order_id, amount in refunds.items():
+        if order_id not in order_ids:
+            raise TaskFileError(f"{where}: field 'data.goal.refunds' names no order in data.world.orders, "
+                                f"got {order_id!r}")
+        if not isinstance(amount, _NUMBER) or isinstance(amount, bool) or amount <= 0:
+            raise TaskFileError(f"{where}: field 'data.goal.refunds.{order_id}' must be a positive number, "
+                                f"got {amount!r:.60}")
+    cancelled = goal.get("cancelled", [])
+    if not isinstance(cancelled, list) or not all(isinstance(o, str) and o in order_ids for o in cancelled):
+        raise TaskFileError(f"{where}: field 'data.goal.cancelled' must be a list of ids from "
+                            f"data.world.orders, got {cancelled!r:.60}")
+    _check_list(goal.get("mails", []), where, "goal.mails", {"to": str, "keyword": str})
 
 
 def validate_task(task: Task, where: str) -> None:
     """Raise :class:`TaskFileError` naming ``where`` and the ``data`` field if ``task`` is unusable."""
     data = task.data
+    unknown = sorted(set(data) - set(DATA_KEYS))
+    if unknown:
+        raise TaskFileError(f"{where}: unknown field(s) {['data.' + k for k in unknown]}; "
+                            f"valid: {', '.join(DATA_KEYS)}")
     require(data, "family", str, where)
     world = require(data, "world", dict, where)
     goal = require(data, "goal", dict, where)
     plan = require(data, "plan", list, where)
     assert isinstance(world, dict) and isinstance(goal, dict) and isinstance(plan, list)
-    _check_list(world.get("customers"), where, "world.customers", ("id", "name", "email", "tier"))
-    _check_list(world.get("orders"), where, "world.orders", ("id", "customer", "status", "items"))
-    for i, order in enumerate(world["orders"]):
-        _check_list(order["items"], where, f"world.orders[{i}].items", ("name", "price"))
-    if not isinstance(goal.get("refunds", {}), dict):
-        raise TaskFileError(f"{where}: field 'data.goal.refunds' must map order ids to amounts")
-    _check_list(goal.get("cancelled", []), where, "goal.cancelled", ())
-    _check_list(goal.get("mails", []), where, "goal.mails", ("to", "keyword"))
+    _check_goal(goal, where, _check_world(world, where))
     for i, call in enumerate(plan):
         if not isinstance(call, dict) or call.get("name") not in TOOL_ARGS or not isinstance(call.get("arguments"), dict):
             raise TaskFileError(f"{where}: field 'data.plan[{i}]' must be a call of one of {', '.join(TOOL_ARGS)}")

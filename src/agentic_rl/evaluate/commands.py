@@ -39,6 +39,19 @@ def _run_config(policies: list[str]) -> dict[str, Any]:
     return {}
 
 
+def _check_split(task_file: str, split: str) -> None:
+    """An explicit ``--split`` that the task file does not have is an error, not "evaluate every task".
+
+    (Without ``--split`` a file whose tasks carry no ``test`` split is evaluated whole, on purpose.)
+    """
+    from agentic_rl.tasks import TaskSet
+
+    present = TaskSet.load(task_file).splits()
+    if split not in present:
+        raise typer.BadParameter(f"--split {split!r}: {task_file} has no task in that split; "
+                                 f"splits present: {', '.join(present)}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to ``app``."""
 
@@ -88,11 +101,14 @@ def register(app: typer.Typer) -> None:
         kwargs = dict(env_cfg.get("env_kwargs") or {}) if not env else {}
         kwargs.update(extra)
         chosen_split = split or env_cfg.get("eval_split") or "test"
+        task_source = tasks or env_cfg.get("task_file")
+        if split and task_source:
+            _check_split(task_source, split)
         turns = max_turns or env_cfg.get("max_turns") or 10
         results = []
         for policy in policies:
             try:
-                results.append(evaluate(policy, env_id, tasks or env_cfg.get("task_file"), split=chosen_split, seeds=parse_seeds(seeds),
+                results.append(evaluate(policy, env_id, task_source, split=chosen_split, seeds=parse_seeds(seeds),
                                         greedy=not sample, samples_k=samples_k, perturbations=perturb,
                                         max_turns=int(turns), max_new_tokens=max_new_tokens, temperature=temperature,
                                         limit=limit, env_kwargs=kwargs, label=policy))

@@ -9,15 +9,17 @@ A :class:`TaskSet` is an ordered collection with JSONL load/save. File format, o
     {"id": "calc-0001", "prompt": "What is 1234*5678?", "data": {...}, "difficulty": 1, "split": "train",
      "env": "tool-use-v0", "tags": ["calc"]}
 
-``id``, ``prompt`` and ``data`` are required; ``difficulty`` defaults to 0, ``split`` to ``"train"``.
-Blank lines and lines starting with ``#`` are skipped. A malformed line raises :class:`TaskFileError`
-naming the file, line and field.
+``id`` and ``prompt`` are required; ``data`` defaults to ``{}``, ``difficulty`` to 0, ``split`` to ``"train"``.
+Blank lines and lines starting with ``#`` are skipped; the file is UTF-8 (a leading BOM and CRLF line ends
+are fine). A malformed line — bad JSON or UTF-8, a repeated key or id, a missing or ill-typed field —
+raises :class:`TaskFileError` naming the file, line and field; so does a file without any task.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,7 +49,7 @@ class Task:
     def from_dict(cls, raw: Any, where: str = "task") -> Task:
         """Build a task from a JSON object, validating every field (errors name ``where`` + field)."""
         if not isinstance(raw, dict):
-            raise TaskFileError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            raise TaskFileError(f"{where}: expected a JSON object, got {_json_type(raw)}")
         unknown = set(raw) - {"id", "prompt", "data", "difficulty", "split", "env", "tags"}
         if unknown:
             raise TaskFileError(f"{where}: unknown field(s) {sorted(unknown)}")
@@ -58,7 +60,7 @@ class Task:
                 raise TaskFileError(f"{where}: field '{name}' must be a non-empty string, got {raw[name]!r}")
         data = raw.get("data", {})
         if not isinstance(data, dict):
-            raise TaskFileError(f"{where}: field 'data' must be an object, got {type(data).__name__}")
+            raise TaskFileError(f"{where}: field 'data' must be an object, got {_json_type(data)}")
         difficulty = raw.get("difficulty", 0)
         if not isinstance(difficulty, int) or isinstance(difficulty, bool) or difficulty < 0:
             raise TaskFileError(f"{where}: field 'difficulty' must be an integer >= 0, got {difficulty!r}")
@@ -72,6 +74,13 @@ class Task:
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise TaskFileError(f"{where}: field 'tags' must be a list of strings, got {tags!r}")
         return cls(raw["id"], raw["prompt"], data, difficulty, split, env, tuple(tags))
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (what the user wrote: ``null``, not ``NoneType``)."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+             int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 class TaskSet:
@@ -145,23 +154,70 @@ class TaskSet:
 
     @classmethod
     def load(cls, path: str | Path) -> TaskSet:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"task file not found: {path}")
-        tasks = []
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                stripped = line.strip()
-                if not stripped or stripped.startswith("#"):
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    raw = json.loads(stripped)
-                except json.JSONDecodeError as exc:
-                    raise TaskFileError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-                tasks.append(Task.from_dict(raw, where))
-        return cls(tasks, name=path.stem)
+        """The tasks of a JSONL file (format in the module docstring)."""
+        return load_with_locations(path)[0]
 
     @classmethod
     def from_dicts(cls, rows: Iterable[dict[str, Any]], name: str = "tasks") -> TaskSet:
         return cls([Task.from_dict(r, f"{name}[{i}]") for i, r in enumerate(rows)], name)
+
+
+def load_with_locations(path: str | Path) -> tuple[TaskSet, dict[str, str]]:
+    """A task file's :class:`TaskSet` and, per task id, where it is (``"path:line"``) for later errors."""
+    path = Path(path)
+    tasks: list[Task] = []
+    locations: dict[str, str] = {}
+    for where, raw in _json_lines(path):
+        task = Task.from_dict(raw, where)
+        if task.id in locations:
+            first = locations[task.id].rsplit(":", 1)[1]
+            raise TaskFileError(f"{where}: duplicate task id {task.id!r} (first on line {first})")
+        locations[task.id] = where
+        tasks.append(task)
+    if not tasks:
+        # An empty set would only fail later ("no tasks in split ...") without naming the file.
+        raise TaskFileError(f"{path}: no tasks (the file is empty or holds only blank and # comment lines)")
+    return TaskSet(tasks, name=path.stem), locations
+
+
+def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
+    """``(path:line, parsed JSON)`` for every non-blank, non-comment line of a UTF-8 file."""
+    if not path.exists():
+        raise FileNotFoundError(f"task file not found: {path}")
+    if not path.is_file():
+        raise TaskFileError(f"{path}: not a file (expected a JSONL task file)")
+    # utf-8-sig drops the BOM some editors write; surrogateescape turns a bad byte into a lone surrogate
+    # so that it names its own line below instead of failing the whole read.
+    with path.open(encoding="utf-8-sig", errors="surrogateescape") as fh:
+        for lineno, line in enumerate(fh, 1):
+            where = f"{path}:{lineno}"
+            bad = _BAD_BYTE.search(line)
+            if bad:
+                raise TaskFileError(f"{where}: not valid UTF-8 (byte {ord(bad.group()) - 0xDC00:#04x} at column "
+                                    f"{bad.start() + 1}); save the file as UTF-8")
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            try:
+                yield where, json.loads(stripped, object_pairs_hook=_unique_keys)
+            except json.JSONDecodeError as exc:
+                raise TaskFileError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            except _RepeatedKey as exc:
+                # json would keep the last of two equal keys and silently drop what the first one said.
+                raise TaskFileError(f"{where}: key {exc.args[0]!r} appears twice in one object") from None
+
+
+_BAD_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
