@@ -68,12 +68,21 @@ def build_scheduler(optimizer: torch.optim.Optimizer, *, total_steps: int, warmu
 
 
 def load_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None, task_file: str | None = None) -> TaskSet:
-    """The task set: ``task_file`` when given, else the env's own (``make(env_id).tasks``)."""
-    if task_file is not None:
-        return TaskSet.load(task_file)
-    from agentic_rl.env.registry import make
+    """The task set: ``task_file`` when given, else the env's own (``make(env_id).tasks``).
 
-    env = make(env_id, **(env_kwargs or {}))
+    An env that loads task files itself (a ``tasks`` argument) reads ``task_file``, so its own checks of
+    each task's ``data`` run now, naming file, line and field — not as crashed episodes mid-training.
+    """
+    from agentic_rl.env.registry import make, spec
+
+    kwargs = dict(env_kwargs or {})
+    if task_file is not None:
+        try:
+            spec(env_id).check_kwargs({"tasks": task_file, "split": None})
+        except TypeError:
+            return TaskSet.load(task_file)  # the generic fields are all that can be checked
+        kwargs.update(tasks=task_file, split=None)
+    env = make(env_id, passive_check=False, **kwargs)
     try:
         tasks = getattr(env.unwrapped, "tasks", None)
     finally:
