@@ -115,3 +115,15 @@ def test_cli_eval_names_a_split_the_task_file_lacks(tmp_path):
     assert "'tset'" in result.output and "splits present: train" in result.output
     whole = runner.invoke(app, ["eval", "expert", "--env", ENV, "--tasks", str(path), "--limit", "2"])
     assert whole.exit_code == 0, whole.output  # no --split: the file is evaluated whole
+
+
+def test_cli_eval_checks_a_task_files_data_with_the_envs_own_rules(tmp_path):
+    from agentic_rl.envs.tool_use_tasks import generate_tasks
+
+    rows = [t.to_dict() for t in generate_tasks(seed=0, n_per_family=2, families=("calc",))]
+    rows[0]["data"]["needed"] = "calculator"
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = CliRunner().invoke(app, ["eval", "expert", "--env", ENV, "--tasks", str(path)])
+    assert result.exit_code != 0
+    assert "mine.jsonl:1" in result.output and "needed" in result.output

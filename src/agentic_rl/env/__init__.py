@@ -4,7 +4,16 @@ from agentic_rl.env.check import CheckReport, CheckResult, EnvCheckError, check_
 from agentic_rl.env.checker import EnvContractWarning, PassiveChecker
 from agentic_rl.env.core import Env, TextSpace
 from agentic_rl.env.pool import EnvPool, StepRecord
-from agentic_rl.env.registry import EnvSpec, UnknownEnvError, make, register, registered, spec, unregister
+from agentic_rl.env.registry import (
+    EnvSpec,
+    UnknownEnvError,
+    make,
+    register,
+    registered,
+    spec,
+    task_set,
+    unregister,
+)
 from agentic_rl.env.wrappers import (
     IllegalActionPenalty,
     RecordEpisode,
@@ -18,5 +27,5 @@ __all__ = [
     "CheckReport", "CheckResult", "Env", "EnvCheckError", "EnvContractWarning", "EnvPool", "EnvSpec",
     "IllegalActionPenalty", "PassiveChecker", "RecordEpisode", "RewardShaping", "StepRecord", "StepTimeout",
     "TextSpace", "TextWrapper", "TimeLimit", "UnknownEnvError", "check_env", "make", "register", "registered",
-    "spec", "unregister",
+    "spec", "task_set", "unregister",
 ]

@@ -8,9 +8,11 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentic_rl.env.core import Env
+from agentic_rl.tasks.core import TaskSet
 
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]*-v\d+$")
 
@@ -143,6 +145,30 @@ def make(id: str, *, passive_check: bool = True, **kwargs: Any) -> Env:
     when the env breaks the contract; ``.unwrapped`` gives the bare env.
     """
     return spec(id).make(passive_check=passive_check, **kwargs)
+
+
+def task_set(id: str, env_kwargs: dict[str, Any] | None = None, task_file: str | Path | None = None) -> TaskSet:
+    """Every task of a registered env (all splits): its own set, or ``task_file`` read by the env.
+
+    An env that loads task files itself (a ``tasks`` argument, as every built-in one has) reads
+    ``task_file``, so its checks of each task's ``data`` run here and name file, line and field; for
+    other envs only the generic fields are checked (:meth:`TaskSet.load`).
+    """
+    kwargs = dict(env_kwargs or {})
+    if task_file is not None:
+        try:
+            spec(id).check_kwargs({"tasks": task_file, "split": None})
+        except TypeError:
+            return TaskSet.load(task_file)
+        kwargs.update(tasks=task_file, split=None)
+    env = make(id, passive_check=False, **kwargs)
+    try:
+        tasks = getattr(env.unwrapped, "tasks", None)
+    finally:
+        env.close()
+    if tasks is None:
+        raise ValueError(f"{id} has no task set of its own; pass a task file")
+    return tasks
 
 
 _BUILTINS_LOADED = False

@@ -80,7 +80,9 @@ def resolve_tasks(env_id: str, tasks: TaskSet | Sequence[Task] | str | Path | No
                   env_kwargs: dict[str, Any], limit: int | None = None) -> list[Task]:
     """The evaluation tasks: those given, else the env's own task set restricted to ``split``."""
     if isinstance(tasks, (str, Path)):
-        chosen: list[Task] = list(TaskSet.load(tasks))
+        from agentic_rl.env.registry import task_set
+
+        chosen: list[Task] = list(task_set(env_id, env_kwargs, tasks))  # the env checks each task's data
     elif tasks is not None:
         chosen = list(tasks)
     else:

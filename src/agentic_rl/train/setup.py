@@ -68,28 +68,11 @@ def build_scheduler(optimizer: torch.optim.Optimizer, *, total_steps: int, warmu
 
 
 def load_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None, task_file: str | None = None) -> TaskSet:
-    """The task set: ``task_file`` when given, else the env's own (``make(env_id).tasks``).
+    """The task set: ``task_file`` when given (read by the env, which checks each task's ``data`` before
+    any episode), else the env's own (:func:`agentic_rl.env.registry.task_set`)."""
+    from agentic_rl.env.registry import task_set
 
-    An env that loads task files itself (a ``tasks`` argument) reads ``task_file``, so its own checks of
-    each task's ``data`` run now, naming file, line and field — not as crashed episodes mid-training.
-    """
-    from agentic_rl.env.registry import make, spec
-
-    kwargs = dict(env_kwargs or {})
-    if task_file is not None:
-        try:
-            spec(env_id).check_kwargs({"tasks": task_file, "split": None})
-        except TypeError:
-            return TaskSet.load(task_file)  # the generic fields are all that can be checked
-        kwargs.update(tasks=task_file, split=None)
-    env = make(env_id, passive_check=False, **kwargs)
-    try:
-        tasks = getattr(env.unwrapped, "tasks", None)
-    finally:
-        env.close()
-    if tasks is None:
-        raise ValueError(f"{env_id} has no task set of its own; pass env.task_file")
-    return tasks
+    return task_set(env_id, env_kwargs, task_file)
 
 
 def split_tasks(tasks: TaskSet, train_split: str, eval_split: str) -> tuple[TaskSet, TaskSet]:
