@@ -183,5 +183,5 @@ def test_custom_tree_tasks_and_bad_task_data(sandbox):
     assert obs.endswith("3")
     assert env.step(answer("3"))[4]["success"]
     env.close()
-    with pytest.raises(TaskFileError, match="'bad'.*data.kind"):
+    with pytest.raises(TaskFileError, match=r"\[bad\]: 'data\.kind' must be one of .*got 'nope'"):
         ShellEnv(TaskSet([Task("bad", "p", {"kind": "nope", "seed": 1})]), sandbox=sandbox)

@@ -74,13 +74,3 @@ def test_shell_task_file_errors_name_line_field_and_value(tmp_path):
     with pytest.raises(TaskFileError, match=r"tasks\.jsonl:2: 'data\.seed' must be an integer, got True"):
         ShellEnv(path, backend="none")
 
-
-def test_web_task_file_errors_name_line_field_and_value(tmp_path):
-    from agentic_rl.envs.web import WebShopEnv
-    from agentic_rl.envs.web import generate_tasks as web_tasks
-
-    generated = next(iter(web_tasks(0, train_per_level=1, test_per_level=1))).to_dict()
-    path = _write(tmp_path, generated, lambda d: d["products"][0].__setitem__("price", "12"))
-    with pytest.raises(TaskFileError, match=r"tasks\.jsonl:2: field 'data\.products\[0\]\.price' must be a "
-                                            r"number, got '12'"):
-        WebShopEnv(path, split=None)

@@ -195,7 +195,7 @@ def test_task_file_round_trip_and_malformed_lines(tmp_path):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[2]["data"]["products"][1]["price"] = "cheap"
     path.write_text("# my shop tasks\n" + "\n".join(json.dumps(r) for r in rows) + "\n")
-    with pytest.raises(TaskFileError, match=rf"{path}:4: field 'data.products\[1\]'.price must be a number"):
+    with pytest.raises(TaskFileError, match=rf"{path}:4: field 'data\.products\[1\]\.price' must be a number, got 'cheap'"):
         WebShopEnv(str(path))
     rows[2]["data"]["products"][1]["price"] = 3.0
     rows[2]["data"]["constraints"]["colour"] = "ultraviolet"
