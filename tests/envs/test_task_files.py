@@ -30,9 +30,8 @@ def _kb_list(data):
     ("edit", "needle"),
     [
         (_kb_list, r"tasks\.jsonl:2: field 'data\.kb\.\w+\.population' must be a number or a string, got \[1, 2\]"),
-        (lambda d: d.__setitem__("neded", []), r"tasks\.jsonl:2: unknown field\(s\) \['data\.neded'\]"),
     ],
-    ids=["kb value a list", "misspelt key"],
+    ids=["kb value a list"],
 )
 def test_tool_use_data_errors_name_line_and_field(tmp_path, edit, needle):
     task = next(t for t in tool_use_tasks(0) if t.data["family"] == "lookup" and "population" in
@@ -74,3 +73,15 @@ def test_shell_task_file_errors_name_line_field_and_value(tmp_path):
     with pytest.raises(TaskFileError, match=r"tasks\.jsonl:2: 'data\.seed' must be an integer, got True"):
         ShellEnv(path, backend="none")
 
+
+def test_an_unknown_data_key_is_named_with_a_suggestion_and_the_task_still_loads(tmp_path):
+    from agentic_rl.envs.task_data import UnknownTaskFieldWarning
+
+    task = next(t for t in tool_use_tasks(0) if t.data["family"] == "calc")
+    path = _write(tmp_path, task.to_dict(), lambda d: d.update(neded=d.pop("needed"), source="my notes"))
+    with pytest.warns(UnknownTaskFieldWarning) as caught:
+        env = ToolUseEnv(tasks=path, split=None)
+    messages = sorted(str(w.message) for w in caught)
+    assert any("tasks.jsonl:2: 'data.neded'" in m and "did you mean 'data.needed'" in m for m in messages)
+    assert any("'data.source'" in m for m in messages)
+    assert len(env.tasks) == 1

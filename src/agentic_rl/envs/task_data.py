@@ -7,13 +7,33 @@ so a user who wrote ``data.answer`` wrong sees ``tasks.jsonl:7: field 'data.answ
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agentic_rl.tasks.core import Task, TaskFileError, TaskSet, load_with_locations
 
 #: ``validate(task, where)`` raises :class:`TaskFileError` whose message starts with ``where``.
 Validator = Callable[[Task, str], None]
+
+
+class UnknownTaskFieldWarning(UserWarning):
+    """A task's ``data`` holds a key the env does not read (often a misspelt optional field)."""
+
+
+def warn_unknown_keys(data: dict, known: Iterable[str], where: str) -> None:
+    """Warn, naming ``where`` and each key, about ``data`` keys the env ignores.
+
+    A warning, not an error: a task file may carry the user's own annotations (a source, a note), but a
+    misspelt optional field (``neded`` for ``needed``) would otherwise change the task without a word.
+    """
+    known = list(known)
+    for key in sorted(set(data) - set(known)):
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f" (did you mean 'data.{close[0]}'?)" if close else ""
+        warnings.warn(f"{where}: 'data.{key}' is not a field this env reads{hint}; it is ignored",
+                      UnknownTaskFieldWarning, stacklevel=2)
 
 
 def load_env_tasks(

@@ -21,7 +21,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from agentic_rl.envs.task_data import require
+from agentic_rl.envs.task_data import require, warn_unknown_keys
 from agentic_rl.envs.tool_use_tools import (
     TOOL_ARGS,
     ToolFailure,
@@ -222,7 +222,7 @@ def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float =
 
 
 # -- validation ---------------------------------------------------------------------------------
-#: the keys of ``data`` (module docstring); another key is a typo that would be silently ignored
+#: the keys of ``data`` (module docstring); another key draws a warning (a typo would be silently ignored)
 DATA_KEYS: tuple[str, ...] = ("family", "answer", "kb", "needed", "habit_call", "q", "perturbation")
 
 
@@ -257,10 +257,7 @@ def _check_kb(kb: Any, where: str) -> None:
 def validate_task(task: Task, where: str) -> None:
     """Raise :class:`TaskFileError` naming ``where`` and the ``data`` field if ``task`` is unusable."""
     data = task.data
-    unknown = sorted(set(data) - set(DATA_KEYS))
-    if unknown:
-        raise TaskFileError(f"{where}: unknown field(s) {['data.' + k for k in unknown]}; "
-                            f"valid: {', '.join(DATA_KEYS)}")
+    warn_unknown_keys(data, DATA_KEYS, where)
     require(data, "family", str, where)
     require(data, "answer", (int, float, str), where, "a number or a string")
     _check_kb(data.get("kb", {}), where)

@@ -22,7 +22,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from agentic_rl.envs.task_data import require
+from agentic_rl.envs.task_data import require, warn_unknown_keys
 from agentic_rl.envs.workflow_services import TOOL_ARGS
 from agentic_rl.tasks.core import Task, TaskFileError, TaskSet
 
@@ -186,7 +186,7 @@ def generate_tasks(seed: int = 0, n_per_family: int = 60, test_fraction: float =
 
 
 # -- validation ---------------------------------------------------------------------------------
-#: the keys of ``data`` (module docstring); another key is a typo that would be silently ignored
+#: the keys of ``data`` (module docstring); another key draws a warning (a typo would be silently ignored)
 DATA_KEYS: tuple[str, ...] = ("family", "world", "goal", "plan", "q")
 _NUMBER = (int, float)
 
@@ -247,10 +247,7 @@ def _check_goal(goal: dict, where: str, order_ids: set[str]) -> None:
 def validate_task(task: Task, where: str) -> None:
     """Raise :class:`TaskFileError` naming ``where`` and the ``data`` field if ``task`` is unusable."""
     data = task.data
-    unknown = sorted(set(data) - set(DATA_KEYS))
-    if unknown:
-        raise TaskFileError(f"{where}: unknown field(s) {['data.' + k for k in unknown]}; "
-                            f"valid: {', '.join(DATA_KEYS)}")
+    warn_unknown_keys(data, DATA_KEYS, where)
     require(data, "family", str, where)
     world = require(data, "world", dict, where)
     goal = require(data, "goal", dict, where)
