@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import gymnasium
@@ -109,6 +109,10 @@ class Env(gymnasium.Env[str, str]):
     accepted_actions: ClassVar[tuple[str, ...]] = ACTION_KINDS
     #: Names accepted by ``perturbation=`` (robustness evaluation); each keeps every task solvable.
     perturbations: ClassVar[tuple[str, ...]] = ()
+    #: ``validate(task, where)`` for one task of a user's task file: raises ``TaskFileError`` naming
+    #: ``where`` (``path:line``) and the ``data`` field. Training and evaluation run it on a task file
+    #: before any episode (:func:`agentic_rl.env.registry.task_set`); None: generic fields only.
+    task_validator: ClassVar[Callable[[Task, str], None] | None] = None
     reward_range: tuple[float, float] = (-1.0, 1.0)
     #: truncate the episode after this many unusable actions (None: only the env's own budgets apply);
     #: subclasses may take it as a constructor argument

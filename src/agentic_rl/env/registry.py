@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rl.env.core import Env
-from agentic_rl.tasks.core import TaskSet
+from agentic_rl.tasks.core import TaskSet, load_with_locations
 
 _ID_RE = re.compile(r"^[a-z][a-z0-9_-]*-v\d+$")
 
@@ -148,20 +148,20 @@ def make(id: str, *, passive_check: bool = True, **kwargs: Any) -> Env:
 
 
 def task_set(id: str, env_kwargs: dict[str, Any] | None = None, task_file: str | Path | None = None) -> TaskSet:
-    """Every task of a registered env (all splits): its own set, or ``task_file`` read by the env.
+    """The tasks to train or evaluate a registered env on: ``task_file``, else the env's own set.
 
-    An env that loads task files itself (a ``tasks`` argument, as every built-in one has) reads
-    ``task_file``, so its checks of each task's ``data`` run here and name file, line and field; for
-    other envs only the generic fields are checked (:meth:`TaskSet.load`).
+    A task file is checked with the env's ``task_validator`` (if it has one) line by line, so bad ``data``
+    is named by file, line and field before any episode, not met as crashed episodes. The env's own set
+    is the one it builds from ``env_kwargs``.
     """
-    kwargs = dict(env_kwargs or {})
     if task_file is not None:
-        try:
-            spec(id).check_kwargs({"tasks": task_file, "split": None})
-        except TypeError:
-            return TaskSet.load(task_file)
-        kwargs.update(tasks=task_file, split=None)
-    env = make(id, passive_check=False, **kwargs)
+        tasks, locations = load_with_locations(task_file)
+        validate = getattr(spec(id).load(), "task_validator", None)
+        if validate is not None:
+            for task in tasks:
+                validate(task, locations[task.id])
+        return tasks
+    env = make(id, passive_check=False, **(env_kwargs or {}))
     try:
         tasks = getattr(env.unwrapped, "tasks", None)
     finally:

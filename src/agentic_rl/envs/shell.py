@@ -76,6 +76,7 @@ class ShellEnv(Env):
     description = "OS/shell tasks on a generated directory tree in a sandbox; count, find, extract, reorganise"
     accepted_actions: ClassVar[tuple[str, ...]] = ("command", "answer")
     perturbations: ClassVar[tuple[str, ...]] = shell_tasks.PERTURBATIONS
+    task_validator = staticmethod(_validate)
     reward_range = (-1.0, 1.0)
 
     def __init__(self, tasks: TaskSet | str | Path | None = None, *, split: str | None = None,

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from agentic_rl.tasks.core import Task, TaskFileError, TaskSet, load_with_locations
+from agentic_rl.tasks.core import JSON_TYPE_NAMES, Task, TaskFileError, TaskSet, load_with_locations
 
 #: ``validate(task, where)`` raises :class:`TaskFileError` whose message starts with ``where``.
 Validator = Callable[[Task, str], None]
@@ -75,14 +75,9 @@ def require(data: dict, key: str, types: type | tuple[type, ...], where: str, wh
         raise TaskFileError(f"{where}: missing field 'data.{key}'")
     value = data[key]
     if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
-        expected = what or " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in _as_tuple(types))
+        expected = what or " or ".join(JSON_TYPE_NAMES.get(t, t.__name__) for t in _as_tuple(types))
         raise TaskFileError(f"{where}: field 'data.{key}' must be {expected}, got {value!r:.60}")
     return value
-
-
-#: how a Python type is called in a JSON task file
-_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", int: "an integer", float: "a number",
-               bool: "true or false"}
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

@@ -61,6 +61,7 @@ class ToolUseEnv(Env):
     accepted_actions: ClassVar[tuple[str, ...]] = ("tool_call", "answer")
     perturbations: ClassVar[tuple[str, ...]] = (
         "paraphrase", "distractors", "reordered_results", "noisy_observation", "renamed_tools")
+    task_validator = staticmethod(validate_task)
 
     def __init__(
         self,

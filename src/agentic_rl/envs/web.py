@@ -71,6 +71,7 @@ class WebShopEnv(Env):
     accepted_actions: ClassVar[tuple[str, ...]] = ("command", "answer")
     perturbations: ClassVar[tuple[str, ...]] = (
         "paraphrase", "reordered_results", "distractors", "renamed_labels", "noisy_observation")
+    task_validator = staticmethod(_validate)
     reward_range = (-1.0, 1.0)
 
     def __init__(self, tasks: TaskSet | str | Path | None = None, *, split: str | None = "train", seed: int = 0,

@@ -56,6 +56,7 @@ class WorkflowEnv(Env):
     accepted_actions: ClassVar[tuple[str, ...]] = ("tool_call", "answer")
     perturbations: ClassVar[tuple[str, ...]] = (
         "paraphrase", "distractors", "reordered_results", "noisy_observation", "renamed_tools")
+    task_validator = staticmethod(validate_task)
 
     def __init__(
         self,

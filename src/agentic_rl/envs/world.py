@@ -101,6 +101,7 @@ class GridWorldEnv(Env):
     description = "Partially observable grid world: explore, find the key, open the door, reach the goal"
     accepted_actions: ClassVar[tuple[str, ...]] = ("command", "answer")
     perturbations: ClassVar[tuple[str, ...]] = ("noisy_observation", "renamed_labels", "distractors", "paraphrase")
+    task_validator = staticmethod(_validate)
     reward_range = (-1.0, 1.5)
 
     def __init__(self, tasks: TaskSet | str | Path | None = None, *, split: str | None = "train", seed: int = 0,

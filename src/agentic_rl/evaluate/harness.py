@@ -97,26 +97,20 @@ def resolve_tasks(env_id: str, tasks: TaskSet | Sequence[Task] | str | Path | No
 
 
 def _env_tasks(env_id: str, split: str | None, env_kwargs: dict[str, Any]) -> list[Task]:
-    from agentic_rl.env.registry import make
+    from agentic_rl.env.registry import spec, task_set
 
-    env = None
+    kwargs = dict(env_kwargs)
     if split:
         try:  # envs that take split= restrict their own task set; others are filtered below
-            env = make(env_id, passive_check=False, **{**env_kwargs, "split": split})
+            spec(env_id).check_kwargs({"split": split})
+            kwargs["split"] = split
         except TypeError:
-            env = None
-    if env is None:
-        env = make(env_id, passive_check=False, **env_kwargs)
-    try:
-        taskset = getattr(env.unwrapped, "tasks", None)
-        if taskset is None:
-            raise ValueError(f"{env_id} has no task set of its own; pass tasks= (a TaskSet or JSONL path)")
-        chosen = [t for t in taskset if not split or t.split == split]
-        if not chosen:
-            raise ValueError(f"{env_id}: no task in split {split!r}; splits present: {taskset.splits()}")
-        return chosen
-    finally:
-        env.close()
+            pass
+    taskset = task_set(env_id, kwargs)
+    chosen = [t for t in taskset if not split or t.split == split]
+    if not chosen:
+        raise ValueError(f"{env_id}: no task in split {split!r}; splits present: {taskset.splits()}")
+    return chosen
 
 
 def resolve_perturbations(env_id: str, names: Sequence[str], env_kwargs: dict[str, Any]) -> list[str]:

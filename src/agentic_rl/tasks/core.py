@@ -76,11 +76,13 @@ class Task:
         return cls(raw["id"], raw["prompt"], data, difficulty, split, env, tuple(tags))
 
 
+#: how a Python type of parsed JSON is called in a task file (what the user wrote: ``null``, not ``NoneType``)
+JSON_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string", int: "an integer",
+                                    float: "a number", bool: "true or false", type(None): "null"}
+
+
 def _json_type(value: Any) -> str:
-    """The JSON name of a parsed value's type (what the user wrote: ``null``, not ``NoneType``)."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-             int: "a number", float: "a number"}
-    return names.get(type(value), type(value).__name__)
+    return JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 class TaskSet:

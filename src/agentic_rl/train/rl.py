@@ -31,6 +31,7 @@ import torch
 from agentic_rl.algos import policy_loss
 from agentic_rl.config import Config, save_config
 from agentic_rl.env.registry import make as make_env
+from agentic_rl.env.registry import task_set as env_task_set
 from agentic_rl.train import checkpoint as ckpt
 from agentic_rl.train.batching import samples_from_trajectories
 from agentic_rl.train.curriculum import (
@@ -50,7 +51,6 @@ from agentic_rl.train.setup import (
     build_policy,
     build_reference,
     build_scheduler,
-    load_tasks,
     seed_everything,
     split_tasks,
 )
@@ -107,7 +107,7 @@ def train_rl(config: Config | None = None, *, env: Callable[[], Any] | None = No
     optimizer = build_optimizer(params, lr=t.lr, weight_decay=t.weight_decay)
     scheduler = build_scheduler(optimizer, total_steps=t.iterations * t.update_epochs * t.minibatches,
                                 warmup_steps=t.warmup_steps, schedule=t.lr_schedule, min_ratio=t.min_lr_ratio)
-    all_tasks = tasks if tasks is not None else load_tasks(e.env_id, e.env_kwargs, e.task_file)
+    all_tasks = tasks if tasks is not None else env_task_set(e.env_id, e.env_kwargs, e.task_file)
     train_tasks, heldout = split_tasks(all_tasks, e.train_split, e.eval_split)
     cur = cfg.curriculum
     sampler = TaskSampler(train_tasks, curriculum=cur.use_curriculum, start_level=cur.start_level,

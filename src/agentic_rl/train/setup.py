@@ -67,14 +67,6 @@ def build_scheduler(optimizer: torch.optim.Optimizer, *, total_steps: int, warmu
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def load_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None, task_file: str | None = None) -> TaskSet:
-    """The task set: ``task_file`` when given (read by the env, which checks each task's ``data`` before
-    any episode), else the env's own (:func:`agentic_rl.env.registry.task_set`)."""
-    from agentic_rl.env.registry import task_set
-
-    return task_set(env_id, env_kwargs, task_file)
-
-
 def split_tasks(tasks: TaskSet, train_split: str, eval_split: str) -> tuple[TaskSet, TaskSet]:
     """(train, held-out) task sets; ValueError naming the splits present when the train split is empty."""
     train = tasks.split(train_split)

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from agentic_rl.config import Config, save_config
+from agentic_rl.env.registry import task_set as env_task_set
 from agentic_rl.rollout.trajectory import Trajectory
 from agentic_rl.train import checkpoint as ckpt
 from agentic_rl.train.batching import Sample, token_steps
@@ -36,7 +37,6 @@ from agentic_rl.train.setup import (
     build_optimizer,
     build_policy,
     build_scheduler,
-    load_tasks,
     seed_everything,
     split_tasks,
 )
@@ -180,7 +180,7 @@ def train_sft(config: Config | None = None, *, policy: Any = None, conversations
     model, device, pad_id = policy.model, policy.device, policy.tokenizer.pad_token_id or 0
     task_set = None
     if conversations is None or (s.sft_eval_success and rollout_fn is not None):
-        task_set = tasks if tasks is not None else load_tasks(e.env_id, e.env_kwargs, e.task_file)
+        task_set = tasks if tasks is not None else env_task_set(e.env_id, e.env_kwargs, e.task_file)
     if conversations is None:
         conversations = _gather(s.sft_data, task_set, env_id=e.env_id, env_kwargs=e.env_kwargs, demos=s.demos,
                                 skill=s.expert_skill, seed=t.seed, max_steps=e.max_turns, train_split=e.train_split)
